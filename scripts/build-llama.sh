@@ -6,7 +6,7 @@
 # machine needs, plus the RPC backend (the GPU worker's stand-in in tests).
 #
 # A complete cache is reused in seconds; an incomplete or stale one (different pin, flags or missing tool) is rebuilt.
-# Prints the build directory on its last line of stdout.
+# Prints two lines on stdout: the source directory, then the build directory.
 #
 # Environment:
 #   GGML_XDNA_CACHE       cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/ggml-xdna)
@@ -24,7 +24,7 @@ if [[ -n "${LLAMA_SRC:-}" || -n "${LLAMA_BUILD:-}" ]]; then
     : "${LLAMA_SRC:?set both LLAMA_SRC and LLAMA_BUILD}" "${LLAMA_BUILD:?set both LLAMA_SRC and LLAMA_BUILD}"
     [[ -f "$LLAMA_SRC/ggml/src/ggml-backend-impl.h" ]] || { log "LLAMA_SRC=$LLAMA_SRC is not a llama.cpp source tree"; exit 1; }
     [[ -f "$LLAMA_BUILD/bin/libggml-base.so" ]] || { log "LLAMA_BUILD=$LLAMA_BUILD has no bin/libggml-base.so (need BUILD_SHARED_LIBS=ON GGML_BACKEND_DL=ON)"; exit 1; }
-    echo "$LLAMA_BUILD"
+    printf '%s\n%s\n' "$LLAMA_SRC" "$LLAMA_BUILD"
     exit 0
 fi
 
@@ -73,9 +73,14 @@ is_complete() {
     [[ -f "$src/ggml/src/ggml-backend-impl.h" ]] || return 1
 }
 
+# one build at a time: a second caller waits, then finds the cache complete
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.lock-$PIN_COMMIT-$key"
+flock 9
+
 if is_complete; then
     log "reusing $build"
-    echo "$build"
+    printf '%s\n%s\n' "$src" "$build"
     exit 0
 fi
 
@@ -104,4 +109,4 @@ cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml ggml-base ggml-cpu g
 is_complete_but_stamp() { touch "$stamp"; is_complete; }
 is_complete_but_stamp || { log "build finished but tools are missing in $build/bin"; rm -f "$stamp"; exit 1; }
 log "built in $(( $(date +%s) - start )) s"
-echo "$build"
+printf '%s\n%s\n' "$src" "$build"

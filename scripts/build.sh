@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds everything a fresh machine needs: Debian packages, the pinned llama.cpp (cached outside the repository),
+# then the plugin, its tools and tests into build/ (or $GGML_XDNA_BUILD_DIR). Prints the build directory last.
+#
+# To build against your own llama.cpp of the pinned version: LLAMA_SRC=... LLAMA_BUILD=... scripts/build.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${GGML_XDNA_BUILD_DIR:-$root/build}
+
+"$root/scripts/deps.sh"
+mapfile -t llama < <("$root/scripts/build-llama.sh")
+llama_src=${llama[0]} llama_build=${llama[1]}
+
+extra=()
+command -v ccache >/dev/null && extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^LLAMA_BUILD:PATH=$llama_build$" "$build/CMakeCache.txt"; then
+    cmake -S "$root" -B "$build" -G Ninja -DLLAMA_SRC="$llama_src" -DLLAMA_BUILD="$llama_build" "${extra[@]}" \
+        ${GGML_XDNA_CMAKE_ARGS:-} >&2
+fi
+cmake --build "$build" -j "${JOBS:-$(nproc)}" >&2
+echo "$build"

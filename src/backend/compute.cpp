@@ -1,0 +1,82 @@
+#include "backend/compute.h"
+
+#include "util/log.h"
+
+#include <cstdio>
+
+namespace xdna {
+
+compute_engine::compute_engine(split_planner & planner, cpu_worker & cpu, std::vector<worker *> others)
+    : planner(planner), cpu(cpu), others(std::move(others)) {}
+
+void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
+    totals & t = sums[(int) kind];
+    t.runs++;
+    t.seconds += r.seconds;
+    if (r.ok) t.rows += rows; else t.failures++;
+}
+
+std::string compute_engine::summary() const {
+    std::string out;
+    for (worker_kind k : { worker_kind::npu, worker_kind::gpu, worker_kind::cpu }) {
+        const totals & t = sums[(int) k];
+        if (t.runs == 0) continue;
+        char buf[192];
+        snprintf(buf, sizeof(buf), "%s%s: %lld rows, %.3f s", out.empty() ? "" : " | ", worker_kind_name(k),
+                 (long long) t.rows, t.seconds);
+        out += buf;
+        if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
+    }
+    return std::to_string(n_multiplies) + " multiplies; " + (out.empty() ? "no rows" : out);
+}
+
+ggml_status compute_engine::compute(const ggml_tensor * node) {
+    n_multiplies++;
+    const shape_key key = shape_key_of(node, cpu.is_repacked(node->src[0]));
+
+    // who can take part in this multiply
+    std::vector<worker *>    ws;
+    std::vector<plan_worker> pw;
+    for (worker * w : others) {
+        if (w->accepts(node)) {
+            ws.push_back(w);
+            pw.push_back({ w->kind(), w->row_align(node) });
+        }
+    }
+    ws.push_back(&cpu);
+    pw.push_back({ worker_kind::cpu, cpu.row_align(node) });
+
+    const std::vector<row_range> rows = planner.plan(key, node->src[0]->ne[1], pw);
+
+    // start the device workers, then do the CPU's share here, then collect
+    const size_t n_dev = ws.size() - 1;
+    for (size_t i = 0; i < n_dev; ++i) {
+        if (!rows[i].empty()) ws[i]->begin(node, rows[i]);
+    }
+    const work_result cpu_res = cpu.compute(node, rows[n_dev]);
+    if (!cpu_res.ok) {
+        // still collect the device workers before giving up, so none is left writing into the result
+        for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty()) ws[i]->end();
+        XDNA_LOG_ERROR("CPU worker failed on %s: %s", key.str().c_str(), cpu_res.error.c_str());
+        return cpu_res.error == "aborted" ? GGML_STATUS_ABORTED : GGML_STATUS_FAILED;
+    }
+    planner.report(key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
+    if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size(), cpu_res);
+
+    for (size_t i = 0; i < n_dev; ++i) {
+        if (rows[i].empty()) continue;
+        const work_result r = ws[i]->end();
+        planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds, r.ok);
+        account(ws[i]->kind(), rows[i].size(), r);
+        if (!r.ok) {
+            // the result must still be right: the CPU redoes these rows
+            XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),
+                          key.str().c_str(), r.error.c_str());
+            const work_result redo = cpu.compute(node, rows[i]);
+            if (!redo.ok) return GGML_STATUS_FAILED;
+        }
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+}  // namespace xdna

@@ -1,0 +1,39 @@
+// Runs one claimed multiply: asks the planner for row ranges, starts every worker on its rows at the same time
+// (the CPU worker on the calling thread), waits, recomputes on the CPU any rows a worker failed on, and reports the
+// measured times back to the planner.
+#pragma once
+
+#include "planner/planner.h"
+#include "workers/cpu/cpu_worker.h"
+
+#include <vector>
+
+namespace xdna {
+
+class compute_engine {
+  public:
+    // `others`: the device workers (NPU, GPU) shared by the process; they may be empty.
+    compute_engine(split_planner & planner, cpu_worker & cpu, std::vector<worker *> others);
+
+    ggml_status compute(const ggml_tensor * node);
+
+    // One line: per worker the rows it computed and the time it took, since this engine was made.
+    std::string summary() const;
+    bool idle() const { return n_multiplies == 0; }
+
+  private:
+    struct totals {
+        int64_t rows = 0, runs = 0, failures = 0;
+        double  seconds = 0.0;
+    };
+    void account(worker_kind kind, int64_t rows, const work_result & r);
+
+    totals  sums[3];
+    int64_t n_multiplies = 0;
+
+    split_planner &       planner;
+    cpu_worker &          cpu;
+    std::vector<worker *> others;
+};
+
+}  // namespace xdna

@@ -1,0 +1,67 @@
+#include "backend/device.h"
+
+#include "util/log.h"
+
+#include <cstring>
+
+namespace xdna {
+
+namespace {
+
+planner_options planner_options_from(const config & c) {
+    planner_options o;
+    o.npu_share = c.npu_share;
+    return o;
+}
+
+}  // namespace
+
+device_state::device_state() : cfg(get_config()), planner(planner_options_from(cfg)) {}
+
+ggml_backend_dev_t device_state::cpu_device() {
+    std::lock_guard<std::mutex> lock(mtx);
+    if (!cpu_dev) cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    return cpu_dev;
+}
+
+ggml_backend_buffer_type_t device_state::repack_buft() {
+    ggml_backend_dev_t cpu = cpu_device();
+    std::lock_guard<std::mutex> lock(mtx);
+    if (repack_looked_up || !cpu) return repack;
+    repack_looked_up = true;
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu);
+    auto get_extra = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+    for (ggml_backend_buffer_type_t * b = get_extra ? get_extra(cpu) : nullptr; b && *b; ++b) {
+        if (strcmp(ggml_backend_buft_name(*b), "CPU_REPACK") == 0) repack = *b;
+    }
+    return repack;
+}
+
+claim_context device_state::claim_ctx() {
+    claim_context c;
+    c.min_batch     = cfg.min_batch;
+    c.small_batches = cfg.npu_decode > 0.0;
+    c.repack_buft   = repack_buft();
+    c.cpu_dev       = cpu_device();
+    return c;
+}
+
+std::string device_state::description() const {
+    std::string d = "XDNA split:";
+    for (const worker * w : device_workers) d += std::string(" ") + w->name() + " +";
+    return d + " CPU";
+}
+
+void device_state::log_decision_once(const ggml_tensor * op, bool claimed, const char * why) {
+    if (!cfg.debug || (op->op != GGML_OP_MUL_MAT && op->op != GGML_OP_MUL_MAT_ID)) return;
+    const bool repacked = op->src[0]->buffer && ggml_backend_buffer_get_type(op->src[0]->buffer) == repack_buft();
+    std::string key = shape_key_of(op, repacked).str();
+    std::string line = key + (claimed ? ": claimed" : std::string(": left to the CPU backend (") + why + ")");
+    {
+        std::lock_guard<std::mutex> lock(mtx);
+        if (!logged.insert(line).second) return;
+    }
+    XDNA_LOG_DEBUG("route %s", line.c_str());
+}
+
+}  // namespace xdna

@@ -1,0 +1,45 @@
+// Process-wide state of the XDNA device: the configuration, the claim policy's context, the split planner and the
+// device workers shared by every backend instance (one NPU per process).
+#pragma once
+
+#include "backend/claim.h"
+#include "config/config.h"
+#include "planner/planner.h"
+#include "workers/worker.h"
+
+#include "ggml-backend.h"
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace xdna {
+
+struct device_state {
+    device_state();
+
+    // the registry's CPU device and its CPU_REPACK buffer type (the CPU backend may register after the plugin,
+    // so both are looked up when first needed)
+    ggml_backend_dev_t cpu_device();
+    ggml_backend_buffer_type_t repack_buft();
+    claim_context claim_ctx();
+
+    std::string description() const;
+
+    // logs a routing decision once per shape and verdict (GGML_XDNA_DEBUG=1)
+    void log_decision_once(const ggml_tensor * op, bool claimed, const char * why);
+
+    const config &        cfg;
+    split_planner         planner;
+    std::vector<worker *> device_workers;   // NPU and GPU workers of the process, in that order
+
+  private:
+    std::mutex                 mtx;
+    ggml_backend_dev_t         cpu_dev = nullptr;
+    ggml_backend_buffer_type_t repack  = nullptr;
+    bool                       repack_looked_up = false;
+    std::set<std::string>      logged;
+};
+
+}  // namespace xdna

@@ -1,0 +1,165 @@
+#include "config/config.h"
+
+#include "util/log.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unistd.h>
+
+namespace xdna {
+
+const config_var config_vars[] = {
+    { "GGML_XDNA_DISABLE",        "0",     "1 hides the backend entirely: no device, the NPU is not opened" },
+    { "GGML_XDNA_MIN_BATCH",      "32",    "smallest token count the backend claims; a huge value (1000000) makes it claim nothing" },
+    { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
+    { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
+    { "GGML_XDNA_NPU_SHARE",      "auto",  "NPU share of each matrix multiply: 0-1 (whole 256-row steps) or auto" },
+    { "GGML_XDNA_NPU_W8",         "0",     "1 makes the NPU read weights as int8 (one scale per row and 1,024 weights)" },
+    { "GGML_XDNA_NPU_CACHE_MB",   "4096",  "memory for the NPU's converted weights; weights beyond it are converted on every call" },
+    { "GGML_XDNA_NPU_WARM",       "1",     "0 turns off the load-time warm-up (kernels loaded, weights converted in the background)" },
+    { "GGML_XDNA_NPU_DECODE",     "0",     "experimental token generation on the NPU: 1 for all rows, or a fraction shared with the CPU" },
+    { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
+    { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (XDNA1 on Linux: 6 system-wide)" },
+    { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
+    { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only)" },
+    { "GGML_XDNA_GPU",            "",      "GPU worker device by name, or none; empty: the first integrated GPU, else the first GPU" },
+    { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
+    { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
+    { nullptr, nullptr, nullptr },
+};
+
+namespace {
+
+struct reader {
+    const std::function<const char *(const char *)> & get;
+    std::vector<std::string> * warnings;
+
+    const char * raw(const char * name) const {
+        const char * v = get(name);
+        return (v && *v) ? v : nullptr;
+    }
+
+    void warn(const char * name, const char * value, const char * expected) const {
+        if (warnings) {
+            warnings->push_back(std::string(name) + "=\"" + value + "\" is not " + expected + "; using the default");
+        }
+    }
+
+    void boolean(const char * name, bool & out) const {
+        const char * v = raw(name);
+        if (!v) return;
+        if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "true") || !strcasecmp(v, "yes")) { out = true; return; }
+        if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false") || !strcasecmp(v, "no")) { out = false; return; }
+        warn(name, v, "a boolean (0 or 1)");
+    }
+
+    template <typename T>
+    void integer(const char * name, T & out, long long lo, long long hi) const {
+        const char * v = raw(name);
+        if (!v) return;
+        char * end = nullptr;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (errno || end == v || *end != '\0' || x < lo || x > hi) {
+            std::string what = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+            warn(name, v, what.c_str());
+            return;
+        }
+        out = (T) x;
+    }
+
+    bool parse_real(const char * v, double & out, double lo, double hi) const {
+        char * end = nullptr;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v || *end != '\0' || !std::isfinite(x) || x < lo || x > hi) return false;
+        out = x;
+        return true;
+    }
+
+    void real(const char * name, double & out, double lo, double hi) const {
+        const char * v = raw(name);
+        if (v && !parse_real(v, out, lo, hi)) {
+            std::string what = "a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+            warn(name, v, what.c_str());
+        }
+    }
+
+    // 0..1, or "auto" (stored as -1)
+    void share(const char * name, double & out) const {
+        const char * v = raw(name);
+        if (!v) return;
+        if (!strcasecmp(v, "auto")) { out = -1.0; return; }
+        if (!parse_real(v, out, 0.0, 1.0)) warn(name, v, "a share in [0, 1] or auto");
+    }
+
+    // 0/off, 1 (all rows), or a fraction
+    void decode(const char * name, double & out) const {
+        const char * v = raw(name);
+        if (!v) return;
+        if (!strcasecmp(v, "on") || !strcasecmp(v, "true")) { out = 1.0; return; }
+        if (!strcasecmp(v, "off") || !strcasecmp(v, "false")) { out = 0.0; return; }
+        if (!parse_real(v, out, 0.0, 1.0)) warn(name, v, "0, 1 or a fraction in between");
+    }
+
+    void string(const char * name, std::string & out) const {
+        const char * v = raw(name);
+        if (v) out = v;
+    }
+};
+
+}  // namespace
+
+config parse_config(const std::function<const char *(const char *)> & get, std::vector<std::string> * warnings) {
+    config c;
+    reader r{ get, warnings };
+    r.boolean("GGML_XDNA_DISABLE", c.disable);
+    r.integer("GGML_XDNA_MIN_BATCH", c.min_batch, 1, 1LL << 30);
+    r.boolean("GGML_XDNA_DEBUG", c.debug);
+    r.integer("GGML_XDNA_THREADS", c.threads, 0, 1024);
+    r.share("GGML_XDNA_NPU_SHARE", c.npu_share);
+    r.boolean("GGML_XDNA_NPU_W8", c.npu_w8);
+    r.integer("GGML_XDNA_NPU_CACHE_MB", c.npu_cache_mb, 0, 1LL << 24);
+    r.boolean("GGML_XDNA_NPU_WARM", c.npu_warm);
+    r.decode("GGML_XDNA_NPU_DECODE", c.npu_decode);
+    r.string("GGML_XDNA_NPU_KERNELS", c.npu_kernels);
+    r.integer("GGML_XDNA_NPU_CONTEXTS", c.npu_contexts, 1, 64);
+    r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
+    r.boolean("GGML_XDNA_NPU_DISABLE", c.npu_disable);
+    r.string("GGML_XDNA_GPU", c.gpu);
+    r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
+    r.real("GGML_XDNA_GPU_NPU_MIN_GFLOP", c.gpu_npu_min_gflop, 0.0, 1e9);
+    return c;
+}
+
+std::vector<std::string> unknown_vars(const std::vector<std::string> & env_names) {
+    std::vector<std::string> unknown;
+    for (const auto & n : env_names) {
+        if (n.rfind("GGML_XDNA_", 0) != 0) continue;
+        bool known = false;
+        for (const config_var * v = config_vars; v->name; ++v) known = known || n == v->name;
+        if (!known) unknown.push_back(n + " is not a ggml-xdna variable (see docs/configuration.md); ignored");
+    }
+    return unknown;
+}
+
+const config & get_config() {
+    static config cfg;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::vector<std::string> warnings;
+        cfg = parse_config([](const char * n) { return getenv(n); }, &warnings);
+        std::vector<std::string> names;
+        for (char ** e = environ; e && *e; ++e) names.emplace_back(*e, strcspn(*e, "="));
+        for (auto & u : unknown_vars(names)) warnings.push_back(std::move(u));
+        for (const auto & w : warnings) {
+            XDNA_LOG_WARN("%s", w.c_str());
+        }
+    });
+    return cfg;
+}
+
+}  // namespace xdna

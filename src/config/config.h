@@ -1,0 +1,55 @@
+// The plugin's configuration: every GGML_XDNA_* variable, read in one place (config.cpp), with its default.
+// docs/configuration.md is checked against xdna_config_vars by a test.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace xdna {
+
+// One row of the configuration table.
+struct config_var {
+    const char * name;
+    const char * default_value;
+    const char * description;
+};
+
+// The table, in documentation order; terminated by { nullptr, ... }.
+extern const config_var config_vars[];
+
+struct config {
+    bool   disable        = false;   // GGML_XDNA_DISABLE: no device at all
+    int    min_batch      = 32;      // GGML_XDNA_MIN_BATCH: smallest token count claimed
+    bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
+    int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
+
+    // NPU worker
+    double npu_share      = -1.0;    // GGML_XDNA_NPU_SHARE: 0..1 fixed share, < 0 = auto
+    bool   npu_w8         = false;   // GGML_XDNA_NPU_W8: int8 NPU weights
+    size_t npu_cache_mb   = 4096;    // GGML_XDNA_NPU_CACHE_MB: converted-weight cache budget
+    bool   npu_warm       = true;    // GGML_XDNA_NPU_WARM: convert weights in the background at load
+    double npu_decode     = 0.0;     // GGML_XDNA_NPU_DECODE: experimental NPU token generation share (0 = off)
+    std::string npu_kernels;         // GGML_XDNA_NPU_KERNELS: kernel manifest (empty: the built-in set)
+    int    npu_contexts   = 6;       // GGML_XDNA_NPU_CONTEXTS: hardware-context budget
+    int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
+    bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker
+
+    // GPU worker
+    std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice
+    size_t gpu_cache_mb   = 2048;    // GGML_XDNA_GPU_CACHE_MB: resident weight budget on the GPU
+    double gpu_npu_min_gflop = 4.0;  // GGML_XDNA_GPU_NPU_MIN_GFLOP: the NPU joins a GPU split only above this
+};
+
+// Reads the configuration from `get` (the environment by default). Each malformed or unknown value adds one line to
+// `warnings` and keeps the default.
+config parse_config(const std::function<const char *(const char *)> & get, std::vector<std::string> * warnings);
+
+// One warning per GGML_XDNA_* name in `env_names` that is not in the table (a typo would otherwise go unnoticed).
+std::vector<std::string> unknown_vars(const std::vector<std::string> & env_names);
+
+// The process's configuration, parsed from the environment once; warnings are logged once.
+const config & get_config();
+
+}  // namespace xdna

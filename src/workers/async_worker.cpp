@@ -1,0 +1,82 @@
+#include "workers/async_worker.h"
+
+#include "util/clock.h"
+
+namespace xdna {
+
+async_worker::~async_worker() {
+    stop_thread();
+}
+
+void async_worker::start_thread() {
+    std::lock_guard<std::mutex> lock(mtx);
+    if (running) return;
+    running = true;
+    thread = std::thread([this] { loop(); });
+}
+
+void async_worker::stop_thread() {
+    {
+        std::lock_guard<std::mutex> lock(mtx);
+        if (!running) return;
+        running = false;
+    }
+    cv.notify_all();
+    thread.join();
+}
+
+void async_worker::begin(const ggml_tensor * node, row_range rows) {
+    std::unique_lock<std::mutex> lock(mtx);
+    cv.wait(lock, [this] { return !owned; });
+    owned    = true;
+    job_node = node;
+    job_rows = rows;
+    done     = false;
+    if (!running) {
+        // no thread (it failed to start, or was stopped): report instead of hanging
+        result  = { false, 0.0, "worker thread is not running" };
+        done    = true;
+        return;
+    }
+    pending = true;
+    cv.notify_all();
+}
+
+work_result async_worker::end() {
+    std::unique_lock<std::mutex> lock(mtx);
+    cv.wait(lock, [this] { return done; });
+    work_result r = result;
+    owned = false;
+    done  = false;
+    cv.notify_all();
+    return r;
+}
+
+void async_worker::loop() {
+    std::unique_lock<std::mutex> lock(mtx);
+    for (;;) {
+        cv.wait(lock, [this] { return pending || !running; });
+        if (pending) {
+            pending = false;
+            const ggml_tensor * node = job_node;
+            const row_range rows = job_rows;
+            lock.unlock();
+            const double t0 = now_seconds();
+            work_result r;
+            try {
+                r = run(node, rows);
+            } catch (const std::exception & e) {
+                r = { false, 0.0, e.what() };
+            }
+            if (r.seconds == 0.0) r.seconds = now_seconds() - t0;
+            lock.lock();
+            result = r;
+            done   = true;
+            cv.notify_all();
+            continue;
+        }
+        if (!running) return;
+    }
+}
+
+}  // namespace xdna

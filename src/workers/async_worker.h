@@ -1,0 +1,48 @@
+// Base for the workers that drive a device (NPU, GPU) from a persistent thread of their own: begin() hands the rows
+// to that thread and returns, end() waits for them. A fresh thread per multiply would cost ~176 us; a persistent one
+// that mostly sleeps costs nothing while the CPU worker computes on the calling thread.
+//
+// One multiply at a time: when several backend instances share the worker, a second begin() waits until the first
+// caller's end() has collected its result.
+#pragma once
+
+#include "workers/worker.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace xdna {
+
+class async_worker : public worker {
+  public:
+    ~async_worker() override;
+
+    void begin(const ggml_tensor * node, row_range rows) final;
+    work_result end() final;
+
+  protected:
+    // Computes `rows` of `node` on the worker thread.
+    virtual work_result run(const ggml_tensor * node, row_range rows) = 0;
+
+    // Derived classes start the thread once they are ready, and stop it in their destructor (before their members
+    // go away).
+    void start_thread();
+    void stop_thread();
+
+  private:
+    void loop();
+
+    std::mutex              mtx;
+    std::condition_variable cv;
+    std::thread             thread;
+    bool                    running  = false;
+    bool                    owned    = false;   // between a caller's begin() and end()
+    bool                    pending  = false;   // a job waits for the thread
+    bool                    done     = false;   // its result is ready
+    const ggml_tensor *     job_node = nullptr;
+    row_range               job_rows;
+    work_result             result;
+};
+
+}  // namespace xdna

@@ -1,0 +1,154 @@
+#include "workers/cpu/cpu_worker.h"
+
+#include "util/clock.h"
+#include "util/log.h"
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+#include <cstring>
+
+namespace xdna {
+
+struct cpu_worker::impl {
+    ggml_backend_t                backend     = nullptr;
+    ggml_backend_buffer_type_t    repack_buft = nullptr;
+    ggml_backend_set_n_threads_t  set_threads = nullptr;
+    ggml_context *                ctx         = nullptr;   // views and the one-node graph, reset per call
+    int                           n_threads   = 0;
+
+    // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
+    // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
+    bool                          openmp      = true;
+    ggml_threadpool_t             pool        = nullptr;
+    decltype(&ggml_threadpool_new)  pool_new  = nullptr;
+    decltype(&ggml_threadpool_free) pool_free = nullptr;
+    decltype(&ggml_backend_cpu_set_threadpool) set_pool = nullptr;
+};
+
+cpu_worker::cpu_worker(ggml_backend_dev_t cpu_dev, ggml_backend_buffer_type_t repack_buft) : p(new impl) {
+    p->repack_buft = repack_buft;
+    p->backend = ggml_backend_dev_init(cpu_dev, nullptr);
+    GGML_ASSERT(p->backend && "ggml-xdna: cannot create the private CPU backend");
+
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu_dev);
+    p->set_threads = (ggml_backend_set_n_threads_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
+
+    auto features = (ggml_backend_get_features_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features");
+    if (features) {
+        p->openmp = false;
+        for (ggml_backend_feature * f = features(reg); f && f->name; ++f) {
+            p->openmp = p->openmp || strcmp(f->name, "OPENMP") == 0;
+        }
+    }
+    if (!p->openmp) {
+        p->pool_new  = (decltype(p->pool_new))  ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new");
+        p->pool_free = (decltype(p->pool_free)) ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free");
+        p->set_pool  = (decltype(p->set_pool))  ggml_backend_reg_get_proc_address(reg, "ggml_backend_cpu_set_threadpool");
+    }
+
+    ggml_init_params params = {
+        /* .mem_size   = */ ggml_tensor_overhead() * 8 + ggml_graph_overhead_custom(4, false),
+        /* .mem_buffer = */ nullptr,
+        /* .no_alloc   = */ true,
+    };
+    p->ctx = ggml_init(params);
+
+    const int threads = get_config().threads;
+    set_n_threads(threads > 0 ? threads : GGML_DEFAULT_N_THREADS);
+}
+
+cpu_worker::~cpu_worker() {
+    ggml_free(p->ctx);
+    ggml_backend_free(p->backend);
+    if (p->pool) p->pool_free(p->pool);
+}
+
+void cpu_worker::set_n_threads(int n_threads) {
+    if (get_config().threads > 0) n_threads = get_config().threads;   // the user's explicit choice wins
+    if (n_threads == p->n_threads || n_threads <= 0) return;          // llama.cpp calls this every ubatch
+    p->n_threads = n_threads;
+    if (p->set_threads) p->set_threads(p->backend, n_threads);
+    if (!p->openmp && p->pool_new && p->pool_free && p->set_pool) {
+        ggml_threadpool_params tp = ggml_threadpool_params_default(n_threads);
+        tp.poll = 0;
+        ggml_threadpool_t pool = p->pool_new(&tp);
+        p->set_pool(p->backend, pool);
+        if (p->pool) p->pool_free(p->pool);
+        p->pool = pool;
+    }
+}
+
+void cpu_worker::set_abort_callback(ggml_abort_callback cb, void * data) {
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(ggml_backend_get_device(p->backend));
+    auto fn = (ggml_backend_set_abort_callback_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback");
+    if (fn) fn(p->backend, cb, data);
+}
+
+bool cpu_worker::is_repacked(const ggml_tensor * weight) const {
+    const ggml_tensor * base = weight->view_src ? weight->view_src : weight;
+    return p->repack_buft && base->buffer && ggml_backend_buffer_get_type(base->buffer) == p->repack_buft;
+}
+
+bool cpu_worker::accepts(const ggml_tensor *) const {
+    return true;   // the claim policy already asked the CPU backend
+}
+
+int64_t cpu_worker::row_align(const ggml_tensor * node) const {
+    // repacked weights are interleaved in groups of 8 rows
+    return is_repacked(node->src[0]) ? 8 : 1;
+}
+
+work_result cpu_worker::compute(const ggml_tensor * node, row_range rows) {
+    const double t0 = now_seconds();
+    work_result res;
+    if (rows.empty()) return res;
+    const int64_t align = row_align(node);
+    if (rows.begin % align != 0 || (rows.end % align != 0 && rows.end != node->src[0]->ne[1])) {
+        // a repacked weight sliced off its 8-row groups computes garbage without any error: refuse instead
+        res.ok = false;
+        res.error = "row range [" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) +
+                    ") is not aligned to the weight's " + std::to_string(align) + "-row layout";
+        return res;
+    }
+
+    ggml_tensor * w   = node->src[0];
+    ggml_tensor * dst = const_cast<ggml_tensor *>(node);
+    ggml_reset(p->ctx);
+
+    // rows [begin, end) of the weight (of every expert), in the weight's own buffer so its layout stays
+    ggml_tensor * wv = ggml_view_3d(p->ctx, w, w->ne[0], rows.size(), w->ne[2], w->nb[1], w->nb[2], rows.begin * w->nb[1]);
+    // the same rows of the result, computed in place
+    ggml_tensor * dv = ggml_view_4d(p->ctx, dst, rows.size(), dst->ne[1], dst->ne[2], dst->ne[3],
+                                    dst->nb[1], dst->nb[2], dst->nb[3], rows.begin * dst->nb[0]);
+    if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS || ggml_backend_view_init(dv) != GGML_STATUS_SUCCESS) {
+        res.ok = false;
+        res.error = "cannot create row views";
+        return res;
+    }
+    dv->op = node->op;
+    memcpy(dv->op_params, node->op_params, sizeof(dv->op_params));
+    for (int i = 0; i < GGML_MAX_SRC; ++i) dv->src[i] = node->src[i];
+    dv->src[0] = wv;
+    dv->flags |= GGML_TENSOR_FLAG_COMPUTE;   // ggml_graph_add_node does not set it, and the CPU skips nodes without it
+
+    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
+    ggml_graph_add_node(g, dv);
+    const ggml_status st = ggml_backend_graph_compute(p->backend, g);
+    if (st != GGML_STATUS_SUCCESS) {
+        res.ok = false;
+        res.error = st == GGML_STATUS_ABORTED ? "aborted" : "CPU backend failed";
+    }
+    res.seconds = now_seconds() - t0;
+    return res;
+}
+
+void cpu_worker::begin(const ggml_tensor * node, row_range rows) {
+    last = compute(node, rows);
+}
+
+work_result cpu_worker::end() {
+    return last;
+}
+
+}  // namespace xdna

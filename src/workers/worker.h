@@ -1,0 +1,53 @@
+// A worker computes a range of output rows of a claimed multiply and reports how long it took.
+// The split planner decides who does which rows; workers only execute. Every worker writes straight into its own rows
+// of the same result tensor, so nothing is merged afterwards.
+#pragma once
+
+#include "ggml.h"
+
+#include <cstdint>
+#include <string>
+
+namespace xdna {
+
+// Output rows [begin, end) of a multiply (for MUL_MAT_ID: the same rows of every expert).
+struct row_range {
+    int64_t begin = 0;
+    int64_t end   = 0;
+
+    int64_t size() const { return end - begin; }
+    bool empty() const { return end <= begin; }
+};
+
+enum class worker_kind { npu, gpu, cpu };
+
+const char * worker_kind_name(worker_kind kind);
+
+struct work_result {
+    bool        ok      = true;
+    double      seconds = 0.0;   // wall time of the worker's own part
+    std::string error;           // why it failed (ok == false); the caller recomputes the rows on the CPU
+};
+
+class worker {
+  public:
+    virtual ~worker() = default;
+
+    virtual worker_kind kind() const = 0;
+    virtual const char * name() const = 0;
+
+    // Whether this worker can take rows of `node` at all (a GPU cannot read the CPU's repacked weights, say).
+    virtual bool accepts(const ggml_tensor * node) const = 0;
+
+    // Row granularity the worker needs for `node`: its ranges start and end on multiples of this (or at the end).
+    virtual int64_t row_align(const ggml_tensor * node) const = 0;
+
+    // Starts computing `rows` of `node`. Workers with a device of their own return at once; the CPU worker computes
+    // here, on the calling thread. Each begin() is followed by exactly one end().
+    virtual void begin(const ggml_tensor * node, row_range rows) = 0;
+
+    // Waits for the work started by begin().
+    virtual work_result end() = 0;
+};
+
+}  // namespace xdna

@@ -1,0 +1,97 @@
+// The configuration table: defaults, valid values, and a clear warning plus the default for every malformed value.
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+using namespace xdna;
+
+namespace {
+
+config parse(const std::map<std::string, std::string> & env, std::vector<std::string> * warnings = nullptr) {
+    return parse_config([&env](const char * name) -> const char * {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+    }, warnings);
+}
+
+}  // namespace
+
+TEST(config, defaults_match_the_table) {
+    std::vector<std::string> w;
+    const config c = parse({}, &w);
+    EXPECT_TRUE(w.empty());
+    EXPECT_FALSE(c.disable);
+    EXPECT_EQ(c.min_batch, 32);
+    EXPECT_LT(c.npu_share, 0.0);   // auto
+    EXPECT_EQ(c.npu_cache_mb, 4096u);
+    EXPECT_TRUE(c.npu_warm);
+    EXPECT_FALSE(c.npu_w8);
+    EXPECT_EQ(c.npu_decode, 0.0);
+    EXPECT_EQ(c.npu_contexts, 6);
+
+    // every documented default parses to the same configuration
+    std::map<std::string, std::string> env;
+    for (const config_var * v = config_vars; v->name; ++v) env[v->name] = v->default_value;
+    const config d = parse(env, &w);
+    EXPECT_TRUE(w.empty()) << w.front();
+    EXPECT_EQ(d.min_batch, c.min_batch);
+    EXPECT_EQ(d.npu_share, c.npu_share);
+    EXPECT_EQ(d.npu_cache_mb, c.npu_cache_mb);
+    EXPECT_EQ(d.npu_warm, c.npu_warm);
+    EXPECT_EQ(d.npu_contexts, c.npu_contexts);
+    EXPECT_EQ(d.gpu_npu_min_gflop, c.gpu_npu_min_gflop);
+}
+
+TEST(config, valid_values) {
+    std::vector<std::string> w;
+    const config c = parse({ { "GGML_XDNA_DISABLE", "1" }, { "GGML_XDNA_MIN_BATCH", "1000000" },
+                             { "GGML_XDNA_NPU_SHARE", "0.4" }, { "GGML_XDNA_NPU_W8", "on" },
+                             { "GGML_XDNA_NPU_DECODE", "1" }, { "GGML_XDNA_GPU", "none" },
+                             { "GGML_XDNA_NPU_CACHE_MB", "5120" } }, &w);
+    EXPECT_TRUE(w.empty());
+    EXPECT_TRUE(c.disable);
+    EXPECT_EQ(c.min_batch, 1000000);
+    EXPECT_DOUBLE_EQ(c.npu_share, 0.4);
+    EXPECT_TRUE(c.npu_w8);
+    EXPECT_EQ(c.npu_decode, 1.0);
+    EXPECT_EQ(c.gpu, "none");
+    EXPECT_EQ(c.npu_cache_mb, 5120u);
+    EXPECT_LT(parse({ { "GGML_XDNA_NPU_SHARE", "AUTO" } }).npu_share, 0.0);
+    EXPECT_DOUBLE_EQ(parse({ { "GGML_XDNA_NPU_DECODE", "0.25" } }).npu_decode, 0.25);
+}
+
+TEST(config, malformed_values_warn_and_keep_the_default) {
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        { "GGML_XDNA_DISABLE", "maybe" },   { "GGML_XDNA_MIN_BATCH", "32x" },  { "GGML_XDNA_MIN_BATCH", "" },
+        { "GGML_XDNA_NPU_SHARE", "1.5" },   { "GGML_XDNA_NPU_SHARE", "-0.1" }, { "GGML_XDNA_NPU_SHARE", "nan" },
+        { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },   { "GGML_XDNA_NPU_CONTEXTS", "0" },
+        { "GGML_XDNA_MIN_BATCH", "99999999999999999999" },
+    };
+    const config def = parse({});
+    for (const auto & kv : bad) {
+        std::vector<std::string> w;
+        const config c = parse({ kv }, &w);
+        if (kv.second.empty()) {
+            EXPECT_TRUE(w.empty()) << "an empty value means unset";
+            continue;
+        }
+        ASSERT_EQ(w.size(), 1u) << kv.first << "=" << kv.second;
+        EXPECT_NE(w[0].find(kv.first), std::string::npos) << w[0];
+        EXPECT_NE(w[0].find("using the default"), std::string::npos) << w[0];
+        EXPECT_EQ(c.disable, def.disable);
+        EXPECT_EQ(c.min_batch, def.min_batch);
+        EXPECT_EQ(c.npu_share, def.npu_share);
+        EXPECT_EQ(c.npu_cache_mb, def.npu_cache_mb);
+        EXPECT_EQ(c.npu_decode, def.npu_decode);
+        EXPECT_EQ(c.npu_contexts, def.npu_contexts);
+    }
+}
+
+TEST(config, unknown_variables_are_named) {
+    const auto u = unknown_vars({ "PATH", "GGML_XDNA_NPU_SAHRE", "GGML_XDNA_NPU_SHARE", "GGML_SCHED_DEBUG" });
+    ASSERT_EQ(u.size(), 1u);
+    EXPECT_NE(u[0].find("GGML_XDNA_NPU_SAHRE"), std::string::npos);
+}

@@ -1,0 +1,89 @@
+// The persistent-thread worker base: work runs on another thread, results come back to the right caller, callers
+// sharing one worker are serialised, and a failure (even an exception) becomes a failed result, never a crash.
+#include "workers/async_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace xdna;
+
+namespace {
+
+// Writes the row index into each of its rows of a shared array; throws on a range starting at 666.
+class fake_device_worker final : public async_worker {
+  public:
+    explicit fake_device_worker(std::vector<int64_t> & out) : out(out) { start_thread(); }
+    ~fake_device_worker() override { stop_thread(); }
+
+    worker_kind kind() const override { return worker_kind::npu; }
+    const char * name() const override { return "fake"; }
+    bool accepts(const ggml_tensor *) const override { return true; }
+    int64_t row_align(const ggml_tensor *) const override { return 1; }
+
+    std::atomic<int> concurrent{ 0 }, max_concurrent{ 0 };
+    std::thread::id  ran_on;
+
+  protected:
+    work_result run(const ggml_tensor *, row_range rows) override {
+        ran_on = std::this_thread::get_id();
+        int c = ++concurrent;
+        max_concurrent = std::max(max_concurrent.load(), c);
+        if (rows.begin == 666) { --concurrent; throw std::runtime_error("device fault"); }
+        for (int64_t r = rows.begin; r < rows.end; ++r) out[r] = r;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        --concurrent;
+        return {};
+    }
+
+  private:
+    std::vector<int64_t> & out;
+};
+
+}  // namespace
+
+TEST(async_worker, runs_on_its_own_thread_and_returns_the_result) {
+    std::vector<int64_t> out(100, -1);
+    fake_device_worker w(out);
+    w.begin(nullptr, { 10, 60 });
+    const work_result r = w.end();
+    EXPECT_TRUE(r.ok);
+    EXPECT_GT(r.seconds, 0.0);
+    EXPECT_NE(w.ran_on, std::this_thread::get_id());
+    for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(out[i], (i >= 10 && i < 60) ? i : -1);
+}
+
+TEST(async_worker, an_exception_becomes_a_failed_result_and_the_worker_stays_usable) {
+    std::vector<int64_t> out(1000, -1);
+    fake_device_worker w(out);
+    w.begin(nullptr, { 666, 700 });
+    const work_result r = w.end();
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.error, "device fault");
+    w.begin(nullptr, { 0, 5 });
+    EXPECT_TRUE(w.end().ok);
+    EXPECT_EQ(out[4], 4);
+}
+
+TEST(async_worker, callers_sharing_it_are_serialised) {
+    std::vector<int64_t> out(4000, -1);
+    fake_device_worker w(out);
+    std::vector<std::thread> callers;
+    std::atomic<int> failures{ 0 };
+    for (int t = 0; t < 4; ++t) {
+        callers.emplace_back([&, t] {
+            for (int i = 0; i < 25; ++i) {
+                const int64_t b = (t * 25 + i) * 10;
+                w.begin(nullptr, { b, b + 10 });
+                if (!w.end().ok) failures++;
+            }
+        });
+    }
+    for (auto & c : callers) c.join();
+    EXPECT_EQ(failures, 0);
+    EXPECT_EQ(w.max_concurrent, 1);
+    for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(out[i], i);
+}
