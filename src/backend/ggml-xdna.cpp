@@ -34,7 +34,7 @@ static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
 static void ggml_backend_xdna_free(ggml_backend_t backend) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     if (!ctx->engine->idle()) {
-        XDNA_LOG_INFO("%s", ctx->engine->summary().c_str());
+        XDNA_LOG_SUMMARY("%s", ctx->engine->summary().c_str());
     }
     delete ctx;
     delete backend;
