@@ -8,6 +8,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -34,7 +35,18 @@ static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
 static void ggml_backend_xdna_free(ggml_backend_t backend) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     if (!ctx->engine->idle()) {
-        XDNA_LOG_SUMMARY("%s", ctx->engine->summary().c_str());
+        const std::string line = ctx->engine->summary();
+        XDNA_LOG_SUMMARY("%s", line.c_str());
+        const std::string & report = get_config().report;
+        if (!report.empty()) {
+            // llama.cpp's logger can lose its last lines at exit: scripts read the summary from this file
+            if (FILE * f = fopen(report.c_str(), "a")) {
+                fprintf(f, "ggml-xdna: %s\n", line.c_str());
+                fclose(f);
+            } else {
+                XDNA_LOG_WARN("cannot write GGML_XDNA_REPORT=%s", report.c_str());
+            }
+        }
     }
     delete ctx;
     delete backend;

@@ -16,6 +16,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_MIN_BATCH",      "32",    "smallest token count the backend claims; a huge value (1000000) makes it claim nothing" },
     { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
     { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
+    { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (what each worker did), for scripts" },
     { "GGML_XDNA_NPU_SHARE",      "auto",  "NPU share of each matrix multiply: 0-1 (whole 256-row steps) or auto" },
     { "GGML_XDNA_NPU_W8",         "0",     "1 makes the NPU read weights as int8 (one scale per row and 1,024 weights)" },
     { "GGML_XDNA_NPU_CACHE_MB",   "4096",  "memory for the NPU's converted weights; weights beyond it are converted on every call" },
@@ -120,6 +121,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_MIN_BATCH", c.min_batch, 1, 1LL << 30);
     r.boolean("GGML_XDNA_DEBUG", c.debug);
     r.integer("GGML_XDNA_THREADS", c.threads, 0, 1024);
+    r.string("GGML_XDNA_REPORT", c.report);
     r.share("GGML_XDNA_NPU_SHARE", c.npu_share);
     r.boolean("GGML_XDNA_NPU_W8", c.npu_w8);
     r.integer("GGML_XDNA_NPU_CACHE_MB", c.npu_cache_mb, 0, 1LL << 24);

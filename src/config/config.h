@@ -24,6 +24,7 @@ struct config {
     int    min_batch      = 32;      // GGML_XDNA_MIN_BATCH: smallest token count claimed
     bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
     int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
+    std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
 
     // NPU worker
     double npu_share      = -1.0;    // GGML_XDNA_NPU_SHARE: 0..1 fixed share, < 0 = auto
