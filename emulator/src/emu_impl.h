@@ -103,18 +103,24 @@ struct arg_value {
     std::shared_ptr<bo_impl> bo;
 };
 
-class run_impl {
-public:
-    explicit run_impl(std::shared_ptr<kernel_impl> k) : kernel(std::move(k)), args(kernel->desc->args.size()) {}
-
-    std::shared_ptr<kernel_impl> kernel;
-    std::vector<arg_value> args;       // as set by the host; copied into each started command
-
+// The state of a run, shared by the host's handle and the command the NPU executes. Kept apart from the run so
+// that the NPU can let go of the run (and with it the kernel and its hardware context) before it reports the
+// run done: a host that waited and dropped its handles then finds the context free, as with XRT.
+struct run_status {
     std::mutex mu;
     std::condition_variable cv;
     ert_cmd_state state = ERT_CMD_STATE_NEW;   // guarded by mu
     bool abort_requested = false;              // guarded by mu
-    uint64_t serial = 0;                       // which run of the device this is (1-based), for logs
+};
+
+class run_impl {
+public:
+    explicit run_impl(std::shared_ptr<kernel_impl> k)
+        : kernel(std::move(k)), args(kernel->desc->args.size()), status(std::make_shared<run_status>()) {}
+
+    std::shared_ptr<kernel_impl> kernel;
+    std::vector<arg_value> args;       // as set by the host; copied into each started command
+    std::shared_ptr<run_status> status;
 };
 
 } // namespace xrt
@@ -123,7 +129,9 @@ namespace xdna_emu {
 
 // One started run as the NPU's command queue holds it.
 struct command {
-    std::shared_ptr<xrt::run_impl> run;
+    std::shared_ptr<xrt::run_impl> run;       // released by the NPU before it publishes the final state
+    std::shared_ptr<xrt::run_status> status;
+    uint64_t serial = 0;                      // which run of its device this is (1-based), for logs and faults
     std::vector<xrt::arg_value> args;
     enum fault fault = fault::none;
     std::chrono::steady_clock::time_point submitted;
@@ -149,7 +157,7 @@ public:
 private:
     npu() = default;
     void executor();
-    void execute(command& cmd);
+    ert_cmd_state execute(command& cmd);
 
     std::mutex m_mu;
     std::condition_variable m_cv;

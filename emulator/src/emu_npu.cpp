@@ -116,7 +116,7 @@ void warn_unsynced(const command& cmd, xrt::bo_impl* bo, size_t bytes, size_t ar
     log(1, log_level,
         "warning: run #%" PRIu64 " reads bo#%" PRIu64 " (%s) whose host copy differs from its device copy: "
         "sync(XCL_BO_SYNC_BO_TO_DEVICE) missing? The NPU is not cache-coherent and uses the device copy.",
-        cmd.run->serial, bo->id, arg_label(*cmd.run->kernel, arg).c_str());
+        cmd.serial, bo->id, arg_label(*cmd.run->kernel, arg).c_str());
 }
 
 double block_seconds(const design& d, const gemm_block& b, const config& cfg) {
@@ -214,35 +214,33 @@ void npu::executor() {
             cmd = std::move(m_queue.front());
             m_queue.pop_front();
         }
-        execute(*cmd);
+        const ert_cmd_state final_state = execute(*cmd);
+        cmd->run.reset();   // the run, its kernel and hardware context may go now
+        std::lock_guard<std::mutex> lock(cmd->status->mu);
+        cmd->status->state = (cmd->status->abort_requested && final_state == ERT_CMD_STATE_COMPLETED)
+                                 ? ERT_CMD_STATE_ABORT : final_state;
+        cmd->status->cv.notify_all();
     }
 }
 
-void npu::execute(command& cmd) {
+ert_cmd_state npu::execute(command& cmd) {
     xrt::run_impl& run = *cmd.run;
+    xrt::run_status& status = *cmd.status;
     const config& cfg = run.kernel->ctx->dev->cfg;
     const design& d = run.kernel->ctx->xclbin->design;
-    auto finish = [&run](ert_cmd_state st) {
-        std::lock_guard<std::mutex> lock(run.mu);
-        run.state = (run.abort_requested && st == ERT_CMD_STATE_COMPLETED) ? ERT_CMD_STATE_ABORT : st;
-        run.cv.notify_all();
-    };
     {
-        std::lock_guard<std::mutex> lock(run.mu);
-        if (run.abort_requested) {
-            run.state = ERT_CMD_STATE_ABORT;
-            run.cv.notify_all();
-            return;
+        std::lock_guard<std::mutex> lock(status.mu);
+        if (status.abort_requested) {
+            return ERT_CMD_STATE_ABORT;
         }
-        run.state = ERT_CMD_STATE_RUNNING;
+        status.state = ERT_CMD_STATE_RUNNING;
     }
     checked_run cr;
     const std::string bad = check_run(cmd, &cr);
     if (!bad.empty()) {
-        log(0, cfg.log_level, "run #%" PRIu64 " of '%s' (%s) fails with ERT_CMD_STATE_ERROR: %s", run.serial,
+        log(0, cfg.log_level, "run #%" PRIu64 " of '%s' (%s) fails with ERT_CMD_STATE_ERROR: %s", cmd.serial,
             run.kernel->desc->name.c_str(), d.name.c_str(), bad.c_str());
-        finish(ERT_CMD_STATE_ERROR);
-        return;
+        return ERT_CMD_STATE_ERROR;
     }
     if (cfg.check_sync && cfg.mode != mode::null) {
         warn_unsynced(cmd, cr.instr, cr.instr_bytes, ARG_INSTR, cfg.log_level);
@@ -250,22 +248,20 @@ void npu::execute(command& cmd) {
         warn_unsynced(cmd, cr.b, cr.b_bytes, ARG_B, cfg.log_level);
     }
     if (cmd.fault == fault::error) {
-        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " fails with ERT_CMD_STATE_ERROR", run.serial);
-        finish(ERT_CMD_STATE_ERROR);
-        return;
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " fails with ERT_CMD_STATE_ERROR", cmd.serial);
+        return ERT_CMD_STATE_ERROR;
     }
     if (cmd.fault == fault::timeout) {
-        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs until aborted%s", run.serial,
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs until aborted%s", cmd.serial,
             cfg.hang_ms ? " or its hang time passes" : "");
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.hang_ms);
-        std::unique_lock<std::mutex> lock(run.mu);
-        while (!run.abort_requested && !g_stopping && (cfg.hang_ms == 0 || std::chrono::steady_clock::now() < until)) {
-            run.cv.wait_for(lock, std::chrono::milliseconds(5));
+        std::unique_lock<std::mutex> lock(status.mu);
+        while (!status.abort_requested && !g_stopping &&
+               (cfg.hang_ms == 0 || std::chrono::steady_clock::now() < until)) {
+            status.cv.wait_for(lock, std::chrono::milliseconds(5));
         }
-        if (run.abort_requested || g_stopping) {
-            run.state = ERT_CMD_STATE_ABORT;
-            run.cv.notify_all();
-            return;
+        if (status.abort_requested || g_stopping) {
+            return ERT_CMD_STATE_ABORT;
         }
     }
 
@@ -289,7 +285,7 @@ void npu::execute(command& cmd) {
         gemm_compute(g);
     }
     if (cmd.fault == fault::nan) {
-        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " returns NaN", run.serial);
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " returns NaN", cmd.serial);
         const size_t count = size_t(cr.block.m) * cr.block.n;
         if (d.c == dtype::f32) {
             float* c = reinterpret_cast<float*>(cr.c->device);
@@ -302,10 +298,10 @@ void npu::execute(command& cmd) {
     if (cfg.mode != mode::exact) {
         std::this_thread::sleep_until(done);
     }
-    log(2, cfg.log_level, "run #%" PRIu64 ": %s %ux%ux%u in %.3f ms", run.serial, d.name.c_str(), cr.block.m,
+    log(2, cfg.log_level, "run #%" PRIu64 ": %s %ux%ux%u in %.3f ms", cmd.serial, d.name.c_str(), cr.block.m,
         cr.block.k, cr.block.n,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    finish(ERT_CMD_STATE_COMPLETED);
+    return ERT_CMD_STATE_COMPLETED;
 }
 
 } // namespace xdna_emu

@@ -161,19 +161,21 @@ void run::start() {
     const auto& cfg = r.kernel->ctx->dev->cfg;
     auto cmd = std::make_shared<xdna_emu::command>();
     {
-        std::lock_guard<std::mutex> lock(r.mu);
-        if (r.state == ERT_CMD_STATE_QUEUED || r.state == ERT_CMD_STATE_RUNNING) {
+        std::lock_guard<std::mutex> lock(r.status->mu);
+        if (r.status->state == ERT_CMD_STATE_QUEUED || r.status->state == ERT_CMD_STATE_RUNNING) {
             throw std::runtime_error("bad command state, can't launch");
         }
-        r.state = ERT_CMD_STATE_QUEUED;
-        r.abort_requested = false;
-        r.serial = ++r.kernel->ctx->dev->runs_started;
+        // A fresh status per start, so that a late notification of an earlier start cannot be mistaken for this one.
+        r.status = std::make_shared<run_status>();
+        r.status->state = ERT_CMD_STATE_QUEUED;
     }
-    if (cfg.fault != xdna_emu::fault::none && r.serial > cfg.fault_after &&
-        (cfg.fault_count == 0 || r.serial <= cfg.fault_after + cfg.fault_count)) {
+    cmd->serial = ++r.kernel->ctx->dev->runs_started;
+    if (cfg.fault != xdna_emu::fault::none && cmd->serial > cfg.fault_after &&
+        (cfg.fault_count == 0 || cmd->serial <= cfg.fault_after + cfg.fault_count)) {
         cmd->fault = cfg.fault;
     }
     cmd->run = m_handle;
+    cmd->status = r.status;
     cmd->args = r.args;
     cmd->submitted = std::chrono::steady_clock::now();
     xdna_emu::npu::get().submit(std::move(cmd));
@@ -181,33 +183,33 @@ void run::start() {
 
 ert_cmd_state run::abort() {
     if (!m_handle) throw xrt_error(EINVAL, "abort on an empty run");
-    run_impl& r = *m_handle;
-    std::unique_lock<std::mutex> lock(r.mu);
-    if (r.state == ERT_CMD_STATE_NEW) {
+    std::shared_ptr<run_status> st = m_handle->status;
+    std::unique_lock<std::mutex> lock(st->mu);
+    if (st->state == ERT_CMD_STATE_NEW) {
         throw xrt_error(EINVAL, "Cannot abort command that wasn't started");
     }
-    if (!is_final(r.state)) {
-        r.abort_requested = true;
-        r.cv.notify_all();
-        r.cv.wait(lock, [&r] { return is_final(r.state); });
+    if (!is_final(st->state)) {
+        st->abort_requested = true;
+        st->cv.notify_all();
+        st->cv.wait(lock, [&st] { return is_final(st->state); });
     }
-    return r.state;
+    return st->state;
 }
 
 ert_cmd_state run::wait(const std::chrono::milliseconds& timeout) const {
     if (!m_handle) throw xrt_error(EINVAL, "wait on an empty run");
-    run_impl& r = *m_handle;
-    std::unique_lock<std::mutex> lock(r.mu);
-    if (r.state == ERT_CMD_STATE_NEW) {
-        return r.state;
+    std::shared_ptr<run_status> st = m_handle->status;
+    std::unique_lock<std::mutex> lock(st->mu);
+    if (st->state == ERT_CMD_STATE_NEW) {
+        return st->state;
     }
-    auto done = [&r] { return is_final(r.state); };
+    auto done = [&st] { return is_final(st->state); };
     if (timeout.count() <= 0) {
-        r.cv.wait(lock, done);
-    } else if (!r.cv.wait_for(lock, timeout, done)) {
+        st->cv.wait(lock, done);
+    } else if (!st->cv.wait_for(lock, timeout, done)) {
         return ERT_CMD_STATE_TIMEOUT;
     }
-    return r.state;
+    return st->state;
 }
 
 std::cv_status run::wait2(const std::chrono::milliseconds& timeout) const {
@@ -223,8 +225,9 @@ std::cv_status run::wait2(const std::chrono::milliseconds& timeout) const {
 
 ert_cmd_state run::state() const {
     if (!m_handle) throw xrt_error(EINVAL, "state on an empty run");
-    std::lock_guard<std::mutex> lock(m_handle->mu);
-    return m_handle->state;
+    std::shared_ptr<run_status> st = m_handle->status;
+    std::lock_guard<std::mutex> lock(st->mu);
+    return st->state;
 }
 
 } // namespace xrt
