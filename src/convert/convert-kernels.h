@@ -37,6 +37,7 @@ void fill_kernels_generic(convert_kernels & k);
 #if defined(__x86_64__) || defined(_M_X64)
 void fill_kernels_avx2(convert_kernels & k);
 void fill_kernels_avx512(convert_kernels & k);
+void fill_dequant_avx512(convert_kernels & k);  // the dequantization kernels (part of fill_kernels_avx512)
 #endif
 
 // The table of the instruction set in use.

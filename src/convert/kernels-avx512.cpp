@@ -1,6 +1,7 @@
 // AVX-512 (F, BW, VL, DQ) versions of the hot loops. Compiled with those ISAs enabled: include nothing else (see
 // convert-kernels.h).
 
+#include "avx512-common.h"
 #include "convert-kernels.h"
 #include "scalar-ops.h"
 
@@ -10,16 +11,7 @@ namespace xdna {
 
 namespace {
 
-// 16 floats (as bits) to 16 bf16 with ggml's rule (see bf16_bits).
-inline __m256i bf16x16(__m512i u) {
-    const __m512i  hi   = _mm512_srli_epi32(u, 16);
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
-    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(64)));
-    return _mm512_cvtepi32_epi16(r);
-}
+using avx512::bf16x16;
 
 void f32_to_bf16(const float * x, ggml_bf16_t * y, int64_t n) {
     int64_t i = 0;
@@ -74,6 +66,7 @@ void fill_kernels_avx512(convert_kernels & k) {
     k.f32_to_bf16 = f32_to_bf16;
     k.absmax_bits = absmax_bits;
     k.f32_to_int8 = f32_to_int8;
+    fill_dequant_avx512(k);
 }
 
 }  // namespace xdna

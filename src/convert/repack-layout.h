@@ -8,25 +8,13 @@
 // the quants are a sequence of 8-byte chunks where chunk i holds bytes [(i / 8) * 8, (i / 8) * 8 + 8) of row i % 8.
 // Q4_0 XORs every quant byte with 0x88; Q4_K and Q2_K re-pack their sub-block scales across the 8 rows.
 
+#include "ggml-blocks.h"
 #include "ggml.h"
 
 #include <cstddef>
 #include <cstdint>
 
 namespace xdna {
-
-// Plain ggml blocks (this library's own definitions; sizes checked against ggml's type traits at probe time).
-struct blk_q4_0   { uint16_t d; uint8_t qs[16]; };
-struct blk_q4_K   { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[128]; };
-struct blk_q2_K   { uint8_t scales[16]; uint8_t qs[64]; uint16_t d; uint16_t dmin; };
-struct blk_iq4_nl { uint16_t d; uint8_t qs[16]; };
-struct blk_mxfp4  { uint8_t e; uint8_t qs[16]; };
-
-static_assert(sizeof(blk_q4_0)   == 18,  "block_q4_0 is 18 bytes");
-static_assert(sizeof(blk_q4_K)   == 144, "block_q4_K is 144 bytes");
-static_assert(sizeof(blk_q2_K)   == 84,  "block_q2_K is 84 bytes");
-static_assert(sizeof(blk_iq4_nl) == 18,  "block_iq4_nl is 18 bytes");
-static_assert(sizeof(blk_mxfp4)  == 17,  "block_mxfp4 is 17 bytes");
 
 // The x8 blocks of the CPU's repacked layouts.
 struct blk_q4_0x8   { uint16_t d[8]; uint8_t qs[128]; };
