@@ -1,0 +1,281 @@
+#include "workers/npu/npu_worker.h"
+
+#include "config/config.h"
+#include "convert/xdna-convert.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+namespace xdna {
+
+// The buffers of one pipeline slot, for one kernel.
+struct npu_worker::slot {
+    const npu_kernel * kernel = nullptr;
+    npu_buffer a, b, c;
+};
+
+// Everything one multiply needs on the worker thread.
+struct npu_worker::call {
+    const ggml_tensor * node = nullptr;
+    row_range           rows;
+    npu_tiling          tiling;
+    int64_t             n_tokens = 0, k = 0;
+    // weights: rows [w_base + i] of `weight` hold the worker's row rows.begin + i
+    std::shared_ptr<const converted_weight> cached;
+    converted_weight    scratch;
+    const converted_weight * weight = nullptr;
+    int64_t             w_base = 0;
+};
+
+static constexpr int max_failures_in_a_row = 3;
+
+std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
+    if (cfg.npu_disable) {
+        XDNA_LOG_INFO("NPU worker off (GGML_XDNA_NPU_DISABLE=1)");
+        return nullptr;
+    }
+    npu_options opts;
+    opts.manifest_path  = cfg.npu_kernels;
+    opts.context_budget = cfg.npu_contexts;
+    opts.timeout_ms     = cfg.npu_timeout_ms;
+    opts.debug          = cfg.debug;
+    opts.log = [](npu_log_level level, const std::string & msg) {
+        switch (level) {
+            case npu_log_level::debug: XDNA_LOG_DEBUG("npu: %s", msg.c_str()); break;
+            case npu_log_level::info:  XDNA_LOG_INFO("npu: %s", msg.c_str()); break;
+            case npu_log_level::warn:  XDNA_LOG_WARN("npu: %s", msg.c_str()); break;
+            case npu_log_level::error: XDNA_LOG_ERROR("npu: %s", msg.c_str()); break;
+        }
+    };
+    try {
+        std::unique_ptr<npu_runtime> rt = npu_runtime::open(opts);
+        if (!rt->results_valid()) {
+            XDNA_LOG_WARN("the NPU computes nothing (emulator null mode): results are wrong, for host-side benchmarks only");
+        }
+        return std::unique_ptr<npu_worker>(new npu_worker(std::move(rt), cfg));
+    } catch (const std::exception & e) {
+        XDNA_LOG_WARN("NPU unavailable, continuing without it: %s", e.what());
+        return nullptr;
+    }
+}
+
+npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
+    : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8) {
+    slots[0].reset(new slot);
+    slots[1].reset(new slot);
+    start_thread();
+}
+
+npu_worker::~npu_worker() {
+    stop_thread();   // before the runtime and buffers go away
+}
+
+std::string npu_worker::description() const {
+    return rt->device_name();   // the emulator names itself one
+}
+
+const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
+    return w8 ? choose_design(rt->manifest(), npu_dtype::i8, npu_dtype::i8, w->ne[0])
+              : choose_design(rt->manifest(), npu_dtype::bf16, npu_dtype::bf16, w->ne[0]);
+}
+
+bool npu_worker::accepts(const ggml_tensor * node) const {
+    if (switched_off || node->op != GGML_OP_MUL_MAT) return false;
+    return xdna_weight_convertible(node->src[0], nullptr) && design_for(node->src[0]) != nullptr;
+}
+
+int64_t npu_worker::row_align(const ggml_tensor *) const {
+    return 256;   // the planner gives the NPU whole 256-row steps
+}
+
+void npu_worker::load_designs() {
+    const npu_dtype want = w8 ? npu_dtype::i8 : npu_dtype::bf16;
+    for (const npu_design & d : rt->manifest().designs()) {
+        if (d.b == want && !d.kernels.empty()) rt->acquire(rt->manifest().kernels()[d.kernels[0]]);
+    }
+}
+
+bool npu_worker::prepare_weight(const ggml_tensor * w) {
+    const npu_design * d = design_for(w);
+    if (!d) return false;
+    const int64_t ld = (w->ne[0] + d->k - 1) / d->k * d->k;
+    std::string err;
+    bool all = true;
+    for (int64_t e = 0; e < w->ne[2]; ++e) {
+        all = weights.get(w, e, w8 ? weight_format::int8 : weight_format::bf16, ld, &err) != nullptr && all;
+    }
+    return all;
+}
+
+void npu_worker::note_failure(const std::string & why) {
+    if (++failures_in_a_row >= max_failures_in_a_row && !switched_off.exchange(true)) {
+        XDNA_LOG_ERROR("NPU switched off for this process after %d failed runs in a row (last: %s); the CPU takes its rows",
+                       failures_in_a_row, why.c_str());
+    }
+}
+
+work_result npu_worker::run(const ggml_tensor * node, row_range rows) {
+    work_result r;
+    try {
+        r = compute(node, rows);
+    } catch (const std::exception & e) {
+        r = { false, 0.0, e.what() };
+    }
+    if (r.ok) failures_in_a_row = 0; else note_failure(r.error);
+    return r;
+}
+
+work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
+    const double t0 = now_seconds();
+    const ggml_tensor * w = node->src[0];
+    const ggml_tensor * x = node->src[1];
+
+    call c;
+    c.node     = node;
+    c.rows     = rows;
+    c.k        = w->ne[0];
+    c.n_tokens = x->ne[1];
+    const npu_design * design = design_for(w);
+    if (!design) return { false, 0.0, "no kernel for this weight" };
+    c.tiling = choose_tiling(rt->manifest(), *design, c.n_tokens, rows.size(), c.k, cost);
+    const npu_kernel & kn = *c.tiling.kernel;
+    const int64_t ld = c.tiling.k_padded, tb = kn.tokens, rb = kn.rows, kb = kn.k;
+    const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
+
+    // weights: the cached conversion, or the worker's rows converted for this call
+    std::string err;
+    c.cached = weights.get(w, 0, fmt, ld, &err);
+    if (c.cached) {
+        c.weight = c.cached.get();
+        c.w_base = rows.begin;
+    } else {
+        if (!convert_weight_rows(w, 0, rows.begin, rows.end, fmt, ld, c.scratch, &err)) {
+            return { false, 0.0, "weight conversion failed: " + err };
+        }
+        c.weight = &c.scratch;
+        c.w_base = 0;
+    }
+
+    // activations, once per call; padded tokens stay zero
+    const int64_t t_pad = c.tiling.token_blocks * tb;
+    std::vector<uint16_t> act16;
+    std::vector<int8_t>   act8;
+    std::vector<float>    act_scale;
+    if (w8) {
+        act8.assign(size_t(t_pad) * ld, 0);
+        act_scale.assign(t_pad, 0.0f);
+        xdna_act_to_int8((const float *) x->data, x->nb[1], c.n_tokens, c.k, act8.data(), ld, act_scale.data());
+    } else {
+        act16.assign(size_t(t_pad) * ld, 0);
+        xdna_act_to_bf16((const float *) x->data, x->nb[1], c.n_tokens, c.k, (ggml_bf16_t *) act16.data(), ld);
+    }
+
+    // the two slots' buffers, for this kernel
+    for (auto & s : slots) {
+        if (s->kernel != &kn) {
+            s->a = rt->alloc(kn, npu_arg::a);
+            s->b = rt->alloc(kn, npu_arg::b);
+            s->c = rt->alloc(kn, npu_arg::c);
+            s->kernel = &kn;
+        }
+    }
+
+    const int64_t n_rb = c.tiling.row_blocks, n_kb = c.tiling.k_blocks;
+    const int64_t n_blocks = c.tiling.launches();
+    const size_t  a_elem = w8 ? 1 : 2;
+    const bool    check_finite = rt->results_valid();
+
+    auto fill = [&](slot & s, int64_t i) {
+        const int64_t kbi = i % n_kb, rbi = (i / n_kb) % n_rb, tbi = i / (n_kb * n_rb);
+        uint8_t * a = (uint8_t *) s.a.data();
+        const uint8_t * act = w8 ? (const uint8_t *) act8.data() : (const uint8_t *) act16.data();
+        for (int64_t t = 0; t < tb; ++t) {
+            memcpy(a + size_t(t) * kb * a_elem, act + (size_t(tbi * tb + t) * ld + kbi * kb) * a_elem, kb * a_elem);
+        }
+        uint8_t * b = (uint8_t *) s.b.data();
+        const uint8_t * wt = w8 ? (const uint8_t *) c.weight->i8.data() : (const uint8_t *) c.weight->bf16.data();
+        for (int64_t r = 0; r < rb; ++r) {
+            const int64_t row = rbi * rb + r;   // relative to rows.begin
+            uint8_t * dst = b + size_t(r) * kb * a_elem;
+            if (rows.begin + row < rows.end) {
+                memcpy(dst, wt + (size_t(c.w_base + row) * ld + kbi * kb) * a_elem, kb * a_elem);
+            } else {
+                memset(dst, 0, kb * a_elem);
+            }
+        }
+        s.a.sync_to_device();
+        s.b.sync_to_device();
+    };
+
+    std::vector<float> acc(size_t(tb) * rb);
+    bool finite = true;
+    auto consume = [&](slot & s, int64_t i) {
+        const int64_t kbi = i % n_kb, rbi = (i / n_kb) % n_rb, tbi = i / (n_kb * n_rb);
+        s.c.sync_from_device();
+        if (kbi == 0) std::fill(acc.begin(), acc.end(), 0.0f);
+        if (w8) {
+            const int32_t * ci = s.c.as<int32_t>();
+            for (int64_t t = 0; t < tb; ++t) {
+                const float as = act_scale[tbi * tb + t];
+                for (int64_t r = 0; r < rb; ++r) {
+                    const int64_t row = rbi * rb + r;
+                    if (rows.begin + row >= rows.end) break;
+                    const float ws = c.weight->scales[size_t(c.w_base + row) * c.weight->groups + kbi];
+                    acc[t * rb + r] += (float) ci[t * rb + r] * as * ws;
+                }
+            }
+        } else {
+            const float * cf = s.c.as<float>();
+            for (size_t j = 0; j < acc.size(); ++j) acc[j] += cf[j];
+            if (check_finite) {
+                for (size_t j = 0; j < acc.size(); ++j) finite = finite && std::isfinite(cf[j]);
+            }
+        }
+        if (kbi == n_kb - 1) {
+            // the block is complete: its valid tokens and rows go straight into the result
+            char * dst = (char *) node->data;
+            const int64_t t_end = std::min(tb, c.n_tokens - tbi * tb);
+            const int64_t r_end = std::min(rb, rows.end - (rows.begin + rbi * rb));
+            for (int64_t t = 0; t < t_end; ++t) {
+                float * out = (float *) (dst + (tbi * tb + t) * node->nb[1]) + rows.begin + rbi * rb;
+                memcpy(out, &acc[t * rb], r_end * sizeof(float));
+            }
+        }
+    };
+
+    // the pipeline: the NPU computes block i while the host fills block i+1 into the other slot
+    npu_run run;
+    bool in_flight = false;
+    try {
+        fill(*slots[0], 0);
+        run = rt->launch(kn, slots[0]->a, slots[0]->b, slots[0]->c);
+        in_flight = true;
+        if (n_blocks > 1) fill(*slots[1], 1);
+        for (int64_t i = 0; i < n_blocks; ++i) {
+            slot & cur = *slots[i % 2];
+            in_flight = false;
+            rt->wait(run);
+            if (i + 1 < n_blocks) {
+                slot & next = *slots[(i + 1) % 2];
+                run = rt->launch(kn, next.a, next.b, next.c);
+                in_flight = true;
+            }
+            consume(cur, i);
+            if (i + 2 < n_blocks) fill(cur, i + 2);
+        }
+    } catch (...) {
+        // never leave a run writing into buffers the next call reuses
+        if (in_flight) {
+            try { rt->wait(run); } catch (...) {}
+        }
+        throw;
+    }
+    if (check_finite && !finite) return { false, now_seconds() - t0, "NaN or Inf in the NPU's output" };
+    return { true, now_seconds() - t0, "" };
+}
+
+}  // namespace xdna
