@@ -219,6 +219,11 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         if (kbi == 0) std::fill(acc.begin(), acc.end(), 0.0f);
         if (w8) {
             const int32_t * ci = s.c.as<int32_t>();
+            if (check_finite) {
+                // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
+                const int64_t bound = int64_t(127) * 127 * kb;
+                for (size_t j = 0; j < acc.size(); ++j) finite = finite && std::llabs((long long) ci[j]) <= bound;
+            }
             for (int64_t t = 0; t < tb; ++t) {
                 const float as = act_scale[tbi * tb + t];
                 for (int64_t r = 0; r < rb; ++r) {
@@ -274,7 +279,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         }
         throw;
     }
-    if (check_finite && !finite) return { false, now_seconds() - t0, "NaN or Inf in the NPU's output" };
+    if (check_finite && !finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
     return { true, now_seconds() - t0, "" };
 }
 
