@@ -5,6 +5,9 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -56,7 +59,13 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
         if (!rt->results_valid()) {
             XDNA_LOG_WARN("the NPU computes nothing (emulator null mode): results are wrong, for host-side benchmarks only");
         }
-        return std::unique_ptr<npu_worker>(new npu_worker(std::move(rt), cfg));
+        std::unique_ptr<npu_worker> w(new npu_worker(std::move(rt), cfg));
+        std::string why;
+        if (!w->self_test(&why)) {
+            XDNA_LOG_ERROR("NPU self-test failed, the NPU stays off for this process: %s", why.c_str());
+            return nullptr;
+        }
+        return w;
     } catch (const std::exception & e) {
         XDNA_LOG_WARN("NPU unavailable, continuing without it: %s", e.what());
         return nullptr;
@@ -90,6 +99,47 @@ bool npu_worker::accepts(const ggml_tensor * node) const {
 
 int64_t npu_worker::row_align(const ggml_tensor *) const {
     return 256;   // the planner gives the NPU whole 256-row steps
+}
+
+bool npu_worker::self_test(std::string * why) {
+    if (!rt->results_valid()) return true;   // the emulator's null mode computes nothing by design
+    const int64_t k = 1024 + 256, rows = 256 + 8, tokens = 40;   // two K blocks and padded edges
+    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, rows);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    bool ok = buf != nullptr;
+    if (ok) {
+        // small integers times powers of two: exact in bf16 and int8, so the fp64 reference is the exact answer
+        float * wd = (float *) w->data, * xd = (float *) x->data;
+        for (int64_t i = 0; i < k * rows; ++i) wd[i] = float(int((i * 7919) % 255) - 127) / 64.0f;
+        for (int64_t i = 0; i < k * tokens; ++i) xd[i] = float(int((i * 104729) % 255) - 127);
+        begin(y, { 0, rows });
+        const work_result r = end();
+        ok = r.ok;
+        if (!ok && why) *why = r.error;
+        double err = 0, ref2 = 0;
+        for (int64_t t = 0; ok && t < tokens; ++t) {
+            for (int64_t j = 0; j < rows; ++j) {
+                double ref = 0;
+                for (int64_t i = 0; i < k; ++i) ref += double(wd[j * k + i]) * xd[t * k + i];
+                const double got = ((const float *) y->data)[t * rows + j];
+                err += (got - ref) * (got - ref);
+                ref2 += ref * ref;
+            }
+        }
+        if (ok && !(err <= 1e-6 * ref2)) {
+            ok = false;
+            if (why) *why = "the result differs from the reference (normalized error " + std::to_string(err / ref2) + ")";
+        }
+    } else if (why) {
+        *why = "cannot allocate the test tensors";
+    }
+    if (buf) ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    return ok;
 }
 
 void npu_worker::load_designs() {

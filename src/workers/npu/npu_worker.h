@@ -40,6 +40,9 @@ class npu_worker final : public async_worker {
     std::string description() const;
     bool enabled() const { return !switched_off.load(); }
 
+    // Safe start: a small multiply on the NPU checked against an fp64 reference; false (and why) when it is wrong.
+    bool self_test(std::string * why);
+
     // Converts a weight into the cache ahead of time (the load-time warm-up); false if it was not cached.
     bool prepare_weight(const ggml_tensor * w);
     // Loads the hardware contexts of the designs the worker uses.
