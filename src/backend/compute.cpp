@@ -72,6 +72,11 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         const work_result r = ws[i]->end();
         planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds, r.ok);
         account(ws[i]->kind(), rows[i].size(), r);
+        if (r.ok && !r.experts_left.empty()) {
+            // experts with too few routed tokens for the device: the CPU does their rows too
+            const work_result rest = cpu.compute_experts(node, rows[i], r.experts_left);
+            if (!rest.ok) return GGML_STATUS_FAILED;
+        }
         if (!r.ok) {
             // the result must still be right: the CPU redoes these rows
             XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),

@@ -45,9 +45,10 @@ int64_t npu_rows_expected(int64_t m) {
     return share >= 1.0 ? m : int64_t(share * m) / 256 * 256;
 }
 
-// Bytes of rows [r0, r1) of every token of a [m, n] f32 result.
-std::vector<uint8_t> rows_of(const std::vector<uint8_t> & res, int64_t m, int64_t n, int64_t r0, int64_t r1) {
+// Bytes of rows [r0, r1) of every result row (token, or token and expert slot) of an f32 result with m rows.
+std::vector<uint8_t> rows_of(const std::vector<uint8_t> & res, int64_t m, int64_t, int64_t r0, int64_t r1) {
     std::vector<uint8_t> out;
+    const int64_t n = res.size() / sizeof(float) / m;
     for (int64_t t = 0; t < n; ++t) {
         const uint8_t * p = res.data() + (t * m + r0) * sizeof(float);
         out.insert(out.end(), p, p + (r1 - r0) * sizeof(float));
@@ -85,11 +86,17 @@ TEST_P(npu_rows, repacked_and_plain_weights_agree_exactly_and_match_the_cpu) {
     EXPECT_LT(e, 5e-4) << name_of(c) << ": NMSE against the stock CPU";
     EXPECT_TRUE(any_nonzero(got_rep));
     EXPECT_EQ(npu_rows_reported(), 2 * npu) << "rows the NPU computed (two multiplies)";
+    if (c.experts && npu > 0) {
+        // the skewed routing sends most tokens to expert 0 and leaves the last one without any
+        SUCCEED() << "mixture of experts with a skewed routing and an unused expert";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     cpu_repack, npu_rows,
     ::testing::Values(case_t{ GGML_TYPE_Q4_0, 1024, 256, 64, 0 }, case_t{ GGML_TYPE_Q4_0, 1280, 520, 77, 0 },
                       case_t{ GGML_TYPE_Q4_K, 2048, 512, 600, 0 }, case_t{ GGML_TYPE_IQ4_NL, 512, 264, 33, 0 },
-                      case_t{ GGML_TYPE_MXFP4, 1024, 256, 40, 0 }, case_t{ GGML_TYPE_Q2_K, 768, 256, 48, 0 }),
+                      case_t{ GGML_TYPE_MXFP4, 1024, 256, 40, 0 }, case_t{ GGML_TYPE_Q2_K, 768, 256, 48, 0 },
+                      case_t{ GGML_TYPE_Q4_0, 1024, 512, 64, 8 }, case_t{ GGML_TYPE_MXFP4, 512, 256, 40, 4 },
+                      case_t{ GGML_TYPE_Q4_K, 1024, 264, 96, 6 }),
     [](const ::testing::TestParamInfo<case_t> & i) { return name_of(i.param); });

@@ -21,17 +21,19 @@ struct npu_worker::slot {
     npu_buffer a, b, c;
 };
 
-// Everything one multiply needs on the worker thread.
-struct npu_worker::call {
-    const ggml_tensor * node = nullptr;
-    row_range           rows;
-    npu_tiling          tiling;
-    int64_t             n_tokens = 0, k = 0;
-    // weights: rows [w_base + i] of `weight` hold the worker's row rows.begin + i
+// One matrix of a multiply for the pipeline: a MUL_MAT, or one expert of a MUL_MAT_ID with its routed tokens.
+struct npu_worker::job {
+    int64_t                  n_tokens = 0;
+    std::vector<char *>      out;          // per token: where its row 0 of the result goes (f32, rows contiguous)
+    std::vector<uint16_t>    act16;        // tokens (padded) x ld, bf16
+    std::vector<int8_t>      act8;         // or int8 with one scale per token
+    std::vector<float>       act_scale;
     std::shared_ptr<const converted_weight> cached;
-    converted_weight    scratch;
+    converted_weight         scratch;
     const converted_weight * weight = nullptr;
-    int64_t             w_base = 0;
+    int64_t                  w_base = 0;   // row of `weight` holding the worker's first row
+    int64_t                  token_blocks = 0;
+    int64_t                  expert = 0;
 };
 
 static constexpr int max_failures_in_a_row = 3;
@@ -73,7 +75,7 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
 }
 
 npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
-    : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8) {
+    : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8), moe_min_tokens(cfg.npu_moe_min_tokens) {
     slots[0].reset(new slot);
     slots[1].reset(new slot);
     start_thread();
@@ -93,7 +95,7 @@ const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
 }
 
 bool npu_worker::accepts(const ggml_tensor * node) const {
-    if (switched_off || node->op != GGML_OP_MUL_MAT) return false;
+    if (switched_off || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) return false;
     return xdna_weight_convertible(node->src[0], nullptr) && design_for(node->src[0]) != nullptr;
 }
 
@@ -179,49 +181,104 @@ work_result npu_worker::run(const ggml_tensor * node, row_range rows) {
     return r;
 }
 
+bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld,
+                             std::string * err) {
+    const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
+    j.cached = weights.get(w, expert, fmt, ld, err);
+    if (j.cached) {
+        j.weight = j.cached.get();
+        j.w_base = rows.begin;
+        return true;
+    }
+    j.weight = &j.scratch;
+    j.w_base = 0;
+    return convert_weight_rows(w, expert, rows.begin, rows.end, fmt, ld, j.scratch, err);
+}
+
+void npu_worker::convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb) {
+    // gathered rows: convert each token's activation row; padded tokens stay zero
+    j.token_blocks = (j.n_tokens + tb - 1) / tb;
+    const size_t t_pad = size_t(j.token_blocks * tb);
+    if (w8) {
+        j.act8.assign(t_pad * ld, 0);
+        j.act_scale.assign(t_pad, 0.0f);
+        for (int64_t t = 0; t < j.n_tokens; ++t) {
+            xdna_act_to_int8(src[t], 0, 1, k, j.act8.data() + t * ld, ld, j.act_scale.data() + t);
+        }
+    } else {
+        j.act16.assign(t_pad * ld, 0);
+        for (int64_t t = 0; t < j.n_tokens; ++t) {
+            xdna_act_to_bf16(src[t], 0, 1, k, (ggml_bf16_t *) j.act16.data() + t * ld, ld);
+        }
+    }
+}
+
 work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     const double t0 = now_seconds();
     const ggml_tensor * w = node->src[0];
     const ggml_tensor * x = node->src[1];
-
-    call c;
-    c.node     = node;
-    c.rows     = rows;
-    c.k        = w->ne[0];
-    c.n_tokens = x->ne[1];
+    const int64_t k = w->ne[0];
     const npu_design * design = design_for(w);
     if (!design) return { false, 0.0, "no kernel for this weight" };
-    c.tiling = choose_tiling(rt->manifest(), *design, c.n_tokens, rows.size(), c.k, cost);
-    const npu_kernel & kn = *c.tiling.kernel;
-    const int64_t ld = c.tiling.k_padded, tb = kn.tokens, rb = kn.rows, kb = kn.k;
-    const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
 
-    // weights: the cached conversion, or the worker's rows converted for this call
+    std::vector<job> jobs;
+    std::vector<int32_t> experts_left;   // MUL_MAT_ID experts with too few tokens for the NPU
     std::string err;
-    c.cached = weights.get(w, 0, fmt, ld, &err);
-    if (c.cached) {
-        c.weight = c.cached.get();
-        c.w_base = rows.begin;
+    if (node->op == GGML_OP_MUL_MAT) {
+        job j;
+        j.n_tokens = x->ne[1];
+        for (int64_t t = 0; t < j.n_tokens; ++t) j.out.push_back((char *) node->data + t * node->nb[1]);
+        jobs.push_back(std::move(j));
     } else {
-        if (!convert_weight_rows(w, 0, rows.begin, rows.end, fmt, ld, c.scratch, &err)) {
-            return { false, 0.0, "weight conversion failed: " + err };
+        // MUL_MAT_ID: gather the tokens routed to each expert
+        const ggml_tensor * ids = node->src[2];
+        const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+        std::vector<std::vector<std::pair<int64_t, int64_t>>> routed(w->ne[2]);   // (token, slot)
+        for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t s = 0; s < n_used; ++s) {
+                const int32_t e = *(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + s * ids->nb[0]);
+                if (e < 0 || e >= w->ne[2]) return { false, 0.0, "expert id out of range" };
+                routed[e].push_back({ t, s });
+            }
         }
-        c.weight = &c.scratch;
-        c.w_base = 0;
+        for (int64_t e = 0; e < w->ne[2]; ++e) {
+            if (routed[e].empty()) continue;
+            if ((int64_t) routed[e].size() < moe_min_tokens) { experts_left.push_back((int32_t) e); continue; }
+            job j;
+            j.n_tokens = routed[e].size();
+            j.expert   = e;
+            for (auto [t, s] : routed[e]) j.out.push_back((char *) node->data + t * node->nb[2] + s * node->nb[1]);
+            jobs.push_back(std::move(j));
+        }
     }
 
-    // activations, once per call; padded tokens stay zero
-    const int64_t t_pad = c.tiling.token_blocks * tb;
-    std::vector<uint16_t> act16;
-    std::vector<int8_t>   act8;
-    std::vector<float>    act_scale;
-    if (w8) {
-        act8.assign(size_t(t_pad) * ld, 0);
-        act_scale.assign(t_pad, 0.0f);
-        xdna_act_to_int8((const float *) x->data, x->nb[1], c.n_tokens, c.k, act8.data(), ld, act_scale.data());
-    } else {
-        act16.assign(size_t(t_pad) * ld, 0);
-        xdna_act_to_bf16((const float *) x->data, x->nb[1], c.n_tokens, c.k, (ggml_bf16_t *) act16.data(), ld);
+    // one kernel for the whole call (the pipeline's buffers are sized for it), chosen on the typical job
+    int64_t typical = 0;
+    for (const job & j : jobs) typical = std::max(typical, j.n_tokens);
+    work_result res{ true, 0.0, "" };
+    res.experts_left = experts_left;
+    if (jobs.empty()) { res.seconds = now_seconds() - t0; return res; }
+    const npu_tiling tiling = choose_tiling(rt->manifest(), *design, typical, rows.size(), k, cost);
+    const npu_kernel & kn = *tiling.kernel;
+    const int64_t ld = tiling.k_padded, tb = kn.tokens, rb = kn.rows, kb = kn.k;
+
+    // weights (cached, or converted for the call) and activations, once per job
+    std::vector<const float *> src_rows;
+    for (job & j : jobs) {
+        if (!prepare_job(j, w, j.expert, rows, ld, &err)) return { false, 0.0, "weight conversion failed: " + err };
+        src_rows.clear();
+        if (node->op == GGML_OP_MUL_MAT) {
+            for (int64_t t = 0; t < j.n_tokens; ++t) src_rows.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
+        } else {
+            for (char * o : j.out) {
+                // the result row of (token, slot) sits at t * nb2 + s * nb1 of dst; its input at the same slot of
+                // src1, or slot 0 when src1 has one row per token (broadcast)
+                const size_t off = o - (char *) node->data;
+                const int64_t t = off / node->nb[2], s = (off % node->nb[2]) / node->nb[1];
+                src_rows.push_back((const float *) ((const char *) x->data + t * x->nb[2] + (x->ne[1] == 1 ? 0 : s) * x->nb[1]));
+            }
+        }
+        convert_activations(j, src_rows.data(), k, ld, tb);
     }
 
     // the two slots' buffers, for this kernel
@@ -234,25 +291,33 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         }
     }
 
-    const int64_t n_rb = c.tiling.row_blocks, n_kb = c.tiling.k_blocks;
-    const int64_t n_blocks = c.tiling.launches();
+    // every block of every job, in order: job, token block, row block, K block (fastest)
+    struct block { int64_t job, tbi, rbi, kbi; };
+    std::vector<block> blocks;
+    for (int64_t ji = 0; ji < (int64_t) jobs.size(); ++ji) {
+        for (int64_t tbi = 0; tbi < jobs[ji].token_blocks; ++tbi)
+            for (int64_t rbi = 0; rbi < tiling.row_blocks; ++rbi)
+                for (int64_t kbi = 0; kbi < tiling.k_blocks; ++kbi) blocks.push_back({ ji, tbi, rbi, kbi });
+    }
+    const int64_t n_blocks = blocks.size(), n_kb = tiling.k_blocks;
     const size_t  a_elem = w8 ? 1 : 2;
     const bool    check_finite = rt->results_valid();
 
     auto fill = [&](slot & s, int64_t i) {
-        const int64_t kbi = i % n_kb, rbi = (i / n_kb) % n_rb, tbi = i / (n_kb * n_rb);
+        const block & bl = blocks[i];
+        const job & j = jobs[bl.job];
         uint8_t * a = (uint8_t *) s.a.data();
-        const uint8_t * act = w8 ? (const uint8_t *) act8.data() : (const uint8_t *) act16.data();
+        const uint8_t * act = w8 ? (const uint8_t *) j.act8.data() : (const uint8_t *) j.act16.data();
         for (int64_t t = 0; t < tb; ++t) {
-            memcpy(a + size_t(t) * kb * a_elem, act + (size_t(tbi * tb + t) * ld + kbi * kb) * a_elem, kb * a_elem);
+            memcpy(a + size_t(t) * kb * a_elem, act + (size_t(bl.tbi * tb + t) * ld + bl.kbi * kb) * a_elem, kb * a_elem);
         }
         uint8_t * b = (uint8_t *) s.b.data();
-        const uint8_t * wt = w8 ? (const uint8_t *) c.weight->i8.data() : (const uint8_t *) c.weight->bf16.data();
+        const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
         for (int64_t r = 0; r < rb; ++r) {
-            const int64_t row = rbi * rb + r;   // relative to rows.begin
+            const int64_t row = bl.rbi * rb + r;   // relative to rows.begin
             uint8_t * dst = b + size_t(r) * kb * a_elem;
             if (rows.begin + row < rows.end) {
-                memcpy(dst, wt + (size_t(c.w_base + row) * ld + kbi * kb) * a_elem, kb * a_elem);
+                memcpy(dst, wt + (size_t(j.w_base + row) * ld + bl.kbi * kb) * a_elem, kb * a_elem);
             } else {
                 memset(dst, 0, kb * a_elem);
             }
@@ -264,39 +329,39 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     std::vector<float> acc(size_t(tb) * rb);
     bool finite = true;
     auto consume = [&](slot & s, int64_t i) {
-        const int64_t kbi = i % n_kb, rbi = (i / n_kb) % n_rb, tbi = i / (n_kb * n_rb);
+        const block & bl = blocks[i];
+        const job & j = jobs[bl.job];
         s.c.sync_from_device();
-        if (kbi == 0) std::fill(acc.begin(), acc.end(), 0.0f);
+        if (bl.kbi == 0) std::fill(acc.begin(), acc.end(), 0.0f);
         if (w8) {
             const int32_t * ci = s.c.as<int32_t>();
             if (check_finite) {
                 // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
                 const int64_t bound = int64_t(127) * 127 * kb;
-                for (size_t j = 0; j < acc.size(); ++j) finite = finite && std::llabs((long long) ci[j]) <= bound;
+                for (size_t q = 0; q < acc.size(); ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
             }
             for (int64_t t = 0; t < tb; ++t) {
-                const float as = act_scale[tbi * tb + t];
+                const float as = j.act_scale[bl.tbi * tb + t];
                 for (int64_t r = 0; r < rb; ++r) {
-                    const int64_t row = rbi * rb + r;
+                    const int64_t row = bl.rbi * rb + r;
                     if (rows.begin + row >= rows.end) break;
-                    const float ws = c.weight->scales[size_t(c.w_base + row) * c.weight->groups + kbi];
+                    const float ws = j.weight->scales[size_t(j.w_base + row) * j.weight->groups + bl.kbi];
                     acc[t * rb + r] += (float) ci[t * rb + r] * as * ws;
                 }
             }
         } else {
             const float * cf = s.c.as<float>();
-            for (size_t j = 0; j < acc.size(); ++j) acc[j] += cf[j];
+            for (size_t q = 0; q < acc.size(); ++q) acc[q] += cf[q];
             if (check_finite) {
-                for (size_t j = 0; j < acc.size(); ++j) finite = finite && std::isfinite(cf[j]);
+                for (size_t q = 0; q < acc.size(); ++q) finite = finite && std::isfinite(cf[q]);
             }
         }
-        if (kbi == n_kb - 1) {
+        if (bl.kbi == n_kb - 1) {
             // the block is complete: its valid tokens and rows go straight into the result
-            char * dst = (char *) node->data;
-            const int64_t t_end = std::min(tb, c.n_tokens - tbi * tb);
-            const int64_t r_end = std::min(rb, rows.end - (rows.begin + rbi * rb));
+            const int64_t t_end = std::min(tb, j.n_tokens - bl.tbi * tb);
+            const int64_t r_end = std::min(rb, rows.end - (rows.begin + bl.rbi * rb));
             for (int64_t t = 0; t < t_end; ++t) {
-                float * out = (float *) (dst + (tbi * tb + t) * node->nb[1]) + rows.begin + rbi * rb;
+                float * out = (float *) j.out[bl.tbi * tb + t] + rows.begin + bl.rbi * rb;
                 memcpy(out, &acc[t * rb], r_end * sizeof(float));
             }
         }
@@ -330,7 +395,8 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         throw;
     }
     if (check_finite && !finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
-    return { true, now_seconds() - t0, "" };
+    res.seconds = now_seconds() - t0;
+    return res;
 }
 
 }  // namespace xdna

@@ -58,8 +58,10 @@ class npu_worker final : public async_worker {
     npu_worker(std::unique_ptr<npu_runtime> rt, const config & cfg);
 
     struct slot;
-    struct call;
+    struct job;
     const npu_design * design_for(const ggml_tensor * w) const;
+    bool prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld, std::string * err);
+    void convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb);
     work_result compute(const ggml_tensor * node, row_range rows);
     void note_failure(const std::string & why);
 
@@ -67,6 +69,7 @@ class npu_worker final : public async_worker {
     weight_cache                 weights;
     npu_cost_model               cost;
     bool                         w8;
+    int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
     std::unique_ptr<slot>        slots[2];
 
     std::atomic<bool> switched_off{ false };
