@@ -1,6 +1,7 @@
 #include "backend/device.h"
 
 #include "util/log.h"
+#include "workers/gpu/gpu_device.h"
 
 #include <cstring>
 
@@ -16,7 +17,10 @@ planner_options planner_options_from(const config & c) {
 
 }  // namespace
 
-device_state::device_state() : cfg(get_config()), planner(planner_options_from(cfg)) {}
+device_state::device_state() : cfg(get_config()), planner(planner_options_from(cfg)) {
+    // the GPU worker (GGML_XDNA_GPU): after the NPU's, as the planner lays rows out NPU, GPU, CPU
+    if (worker * gpu = make_gpu_worker(cfg)) device_workers.push_back(gpu);
+}
 
 ggml_backend_dev_t device_state::cpu_device() {
     std::lock_guard<std::mutex> lock(mtx);
