@@ -6,6 +6,7 @@
 #include "util/log.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -126,9 +127,12 @@ worker * make_gpu_worker(const config & cfg) {
     gpu_worker_options opts;
     opts.cache_bytes = cfg.gpu_cache_mb << 20;
     auto * w = new gpu_worker(c.dev, opts);
-    XDNA_LOG_INFO("GPU worker on %s (%s): %s, up to %zu MiB of resident weights", ggml_backend_dev_name(c.dev),
-                  ggml_backend_dev_description(c.dev), w->can_map_host() ? "maps host memory" : "copies activations",
-                  cfg.gpu_cache_mb);
+    // llama.cpp's tools show INFO lines only with -v; with GGML_XDNA_DEBUG=1 the line is always shown
+    char line[512];
+    snprintf(line, sizeof(line), "GPU worker on %s (%s): %s, up to %zu MiB of resident weights",
+             ggml_backend_dev_name(c.dev), ggml_backend_dev_description(c.dev),
+             w->can_map_host() ? "maps host memory" : "copies activations and results", cfg.gpu_cache_mb);
+    if (cfg.debug) XDNA_LOG_DEBUG("%s", line); else XDNA_LOG_INFO("%s", line);
     return w;
 }
 

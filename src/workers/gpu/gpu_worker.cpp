@@ -239,7 +239,7 @@ work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
         const size_t row_bytes = rows.size() * node->nb[0];
         const bool dense_23 = node->nb[2] == node->ne[1] * node->nb[1] && node->nb[3] == node->ne[2] * node->nb[2];
         char * dst0 = (char *) node->data + rows.begin * node->nb[0];
-        if (p->backend->iface.get_tensor_2d_async && dense_23) {
+        if (opts.strided_out && p->backend->iface.get_tensor_2d_async && dense_23) {
             // one strided copy straight into the result (CUDA: cudaMemcpy2DAsync)
             ggml_backend_tensor_get_2d_async(p->backend, out, dst0, 0, row_bytes,
                                              node->ne[1] * node->ne[2] * node->ne[3], row_bytes, node->nb[1]);

@@ -23,6 +23,8 @@ namespace xdna {
 struct gpu_worker_options {
     size_t cache_bytes = size_t(2048) << 20;   // GGML_XDNA_GPU_CACHE_MB
     bool   map_host    = true;                 // map activations and results where the device can (false: always copy)
+    bool   strided_out = true;                 // result rows straight into their strided place where the backend
+                                               // has 2-D copies (false: one contiguous read, then a host scatter)
 };
 
 // What the worker has done, for logs and tests.
