@@ -9,7 +9,9 @@
 # usage: perplexity-gpu-worker.sh <llama bin dir> <libggml-xdna.so> <xdna-gen-model> <llama src> <text>
 #            <xdna-with-rpc-server> <ggml-rpc-server> <model> <type> <gpu|no-gpu> [relative tolerance]
 # XDNA_TEST_PPL_TOL overrides the tolerance (another kind of device rounds differently: CUDA quantizes activations
-# for quantized weights in its own way).
+# for quantized weights in its own way). XDNA_TEST_PPL_STOCK_GPU=1 adds a third run, llama.cpp's own offload of large
+# batches to its GPU (-ngl 0 without -dev none), and widens the tolerance to three times that run's deviation from
+# the CPU: the deviation the same device gives without the plugin.
 set -euo pipefail
 bin=$1 plugin=$2 gen=$3 src=$4 text=$5 with_rpc=$6 rpc_server=$7 model=$8 type=$9 expect=${10} tol=${XDNA_TEST_PPL_TOL:-${11:-1e-6}}
 
@@ -40,6 +42,16 @@ with_gpu=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA
 summary=$(grep -E '^ggml-xdna: [0-9]+ multiplies' "$report" | tail -1 || true)
 
 ppl() { grep -oE '\[[0-9]+\][0-9.]+|Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$'; }
+max_rel_diff() { paste <(ppl "$1") <(ppl "$2") | awk '{ d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d } END { printf "%.3g", w }'; }
+if [[ ${XDNA_TEST_PPL_STOCK_GPU:-0} == 1 ]]; then
+    args_no_dev=("${args[@]:0:${#args[@]}-2}")   # without -dev none: llama.cpp offloads large batches to its GPU
+    stock_gpu=$(args=("${args_no_dev[@]}"); perplexity GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin")
+    if [[ -n "$(ppl "$stock_gpu")" ]]; then
+        dev_stock=$(max_rel_diff "$stock" "$stock_gpu")
+        echo "stock GPU offload : $(ppl "$stock_gpu" | tr '\n' ' ')(largest relative difference from the CPU: $dev_stock)"
+        tol=$(awk -v a="$tol" -v b="$dev_stock" 'BEGIN { b *= 3; print (b > a ? b : a) }')
+    fi
+fi
 echo "stock CPU         : $(ppl "$stock" | tr '\n' ' ')"
 echo "GPU worker ($XDNA_TEST_GPU): $(ppl "$with_gpu" | tr '\n' ' ')"
 echo "${summary:-no end-of-run summary was written}"
