@@ -3,7 +3,9 @@
 #include "backend/claim.h"
 
 #include "util/log.h"
+#include "workers/gpu/gpu_rules.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace xdna {
@@ -38,15 +40,18 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     const shape_key key = shape_key_of(node, cpu.is_repacked(node->src[0]));
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
 
-    // who can take part in this multiply
+    // who can take part in this multiply; next to a GPU worker that takes part, the NPU only joins large ones
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
     for (worker * w : others) {
-        if (w->accepts(node)) {
-            ws.push_back(w);
-            pw.push_back({ w->kind(), w->row_align(node) });
-        }
+        if (w->accepts(node)) ws.push_back(w);
     }
+    bool gpu_in = false;
+    for (worker * w : ws) gpu_in = gpu_in || w->kind() == worker_kind::gpu;
+    if (!npu_joins_next_to_gpu(node, gpu_in, get_config().gpu_npu_min_gflop)) {
+        ws.erase(std::remove_if(ws.begin(), ws.end(), [](worker * w) { return w->kind() == worker_kind::npu; }), ws.end());
+    }
+    for (worker * w : ws) pw.push_back({ w->kind(), w->row_align(node) });
     ws.push_back(&cpu);
     pw.push_back({ worker_kind::cpu, cpu.row_align(node) });
 

@@ -1,6 +1,7 @@
 #include "backend/device.h"
 
 #include "util/log.h"
+#include "workers/gpu/gpu_device.h"
 #include "workers/npu/npu_worker.h"
 #include "workers/npu/warmup.h"
 
@@ -25,6 +26,8 @@ device_state::device_state()
         device_workers.push_back(npu.get());
         if (cfg.npu_warm) warmup = std::make_unique<npu_warmup>(*npu);
     }
+    // the GPU worker (GGML_XDNA_GPU): after the NPU's, as the planner lays rows out NPU, GPU, CPU
+    if (worker * gpu = make_gpu_worker(cfg)) device_workers.push_back(gpu);
 }
 
 device_state::~device_state() {

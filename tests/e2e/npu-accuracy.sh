@@ -12,7 +12,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 harness=$here/../../tools/accuracy/accuracy.sh
 
 model=$("$gen" --model "$name" --type "$type" --layers "$layers" --llama-src "$src" --llama-bin "$bin")
-harness_args=(--model "$model" --plugin "$plugin" --ctx 256 --chunks 2 --llama-bin "$bin" --tools-bin "$tools")
+ctx=${CTX:-256}
+harness_args=(--model "$model" --plugin "$plugin" --ctx "$ctx" --chunks 2 --llama-bin "$bin" --tools-bin "$tools")
 
 field() { grep -E "^RESULT $1 " <<<"$2" | grep -oE "$3=[0-9.e+-]+" | cut -d= -f2; }
 
@@ -31,7 +32,7 @@ grep -vE '^RESULT' <<<"$out8" | tail -4
 echo "== repacked weights against --no-repack weights, every row on the NPU"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ppl=(-m "$model" -f "$here/../../data/accuracy-text.txt" -c 256 --chunks 2 -t 2)
+ppl=(-m "$model" -f "$here/../../data/accuracy-text.txt" -c "$ctx" --chunks 2 -t 2)
 for run in repack no-repack; do
     GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$bin/llama-perplexity" "${ppl[@]}" \
         --kl-divergence-base "$tmp/$run.kld" $([[ $run == no-repack ]] && echo --no-repack) >"$tmp/$run.log" 2>&1 \
