@@ -251,6 +251,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                 rows[NPU] = auto_npu_rows(st, n_rows, step, probe, has[GPU], has[CPU], why);
             }
         }
+        if (!has[NPU]) why = "no NPU worker";
         const int64_t left = n_rows - rows[NPU];
         if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU]);
         if (has[CPU]) rows[CPU] = left - rows[GPU];
