@@ -3,7 +3,6 @@
 #include "backend/claim.h"
 
 #include "util/log.h"
-#include "workers/gpu/gpu_rules.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -40,18 +39,14 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     const shape_key key = shape_key_of(node, cpu.is_repacked(node->src[0]));
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
 
-    // who can take part in this multiply; next to a GPU worker that takes part, the NPU only joins large ones
+    // who can take part in this multiply (the planner decides who gets rows: next to the GPU, the NPU only joins
+    // large multiplies)
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
     for (worker * w : others) {
         if (w->accepts(node)) ws.push_back(w);
     }
-    bool gpu_in = false;
-    for (worker * w : ws) gpu_in = gpu_in || w->kind() == worker_kind::gpu;
-    if (!npu_joins_next_to_gpu(node, gpu_in, get_config().gpu_npu_min_gflop)) {
-        ws.erase(std::remove_if(ws.begin(), ws.end(), [](worker * w) { return w->kind() == worker_kind::npu; }), ws.end());
-    }
-    for (worker * w : ws) pw.push_back({ w->kind(), w->row_align(node) });
+    for (worker * w : ws) pw.push_back({ w->kind(), w->row_align(node), w->cost_hint(node) });
     ws.push_back(&cpu);
     pw.push_back({ worker_kind::cpu, cpu.row_align(node) });
 

@@ -11,16 +11,18 @@ namespace xdna {
 
 namespace {
 
-planner_options planner_options_from(double npu_share) {
+planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
     o.npu_share = npu_share;
+    o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
     return o;
 }
 
 }  // namespace
 
 device_state::device_state()
-    : cfg(get_config()), planner(planner_options_from(cfg.npu_share)), decode_planner(planner_options_from(cfg.npu_decode)) {
+    : cfg(get_config()), planner(planner_options_from(cfg.npu_share, cfg)),
+      decode_planner(planner_options_from(cfg.npu_decode, cfg)) {
     npu = npu_worker::create(cfg);
     if (npu) {
         device_workers.push_back(npu.get());

@@ -50,6 +50,12 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
     }
     delete ctx;
     delete backend;
+    if (get_config().debug) {
+        // what the planner learned, per shape, over the process so far
+        device_state & st = xdna_state();
+        XDNA_LOG_SUMMARY("planner: %s", st.planner.summary().c_str());
+        for (const std::string & line : st.planner.shape_report()) XDNA_LOG_SUMMARY("planner: %s", line.c_str());
+    }
 }
 
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {

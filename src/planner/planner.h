@@ -57,18 +57,6 @@ shape_key shape_key_of(const ggml_tensor * node, bool repacked);
 // seconds. The planner then counts the NPU's work in launches (a partial block costs a whole one), starts from
 // fixed_s and launch_s where given (> 0), and corrects both per shape by measurement. Without block_rows it counts
 // the NPU's work in rows and learns it from measurements alone.
-struct npu_cost_hint {
-    double  fixed_s            = 0.0;   // per multiply whatever its rows (first dispatch, activation conversion)
-    double  launch_s           = 0.0;   // per kernel launch: dispatch, or the block's compute if longer
-    int64_t block_rows         = 0;     // weight rows per launch
-    int64_t launches_per_block = 1;     // launches per block of rows: ceil(K / block K) * ceil(tokens / block tokens)
-
-    bool blocks() const { return block_rows > 0 && launches_per_block > 0; }
-    bool operator==(const npu_cost_hint & o) const {
-        return fixed_s == o.fixed_s && launch_s == o.launch_s && block_rows == o.block_rows &&
-               launches_per_block == o.launches_per_block;
-    }
-};
 
 // A worker as the planner sees it for one multiply.
 struct plan_worker {

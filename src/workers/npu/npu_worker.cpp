@@ -8,6 +8,7 @@
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -142,6 +143,27 @@ bool npu_worker::self_test(std::string * why) {
     if (buf) ggml_backend_buffer_free(buf);
     ggml_free(ctx);
     return ok;
+}
+
+npu_cost_hint npu_worker::cost_hint(const ggml_tensor * node) const {
+    npu_cost_hint h;
+    const ggml_tensor * w = node->src[0];
+    const npu_design * d = design_for(w);
+    if (!d) return h;
+    // tokens per matrix: all of them, or for MUL_MAT_ID the average routed to one expert
+    int64_t tokens = node->src[1]->ne[1];
+    if (node->op == GGML_OP_MUL_MAT_ID) {
+        const ggml_tensor * ids = node->src[2];
+        tokens = std::max<int64_t>(1, ids->ne[0] * ids->ne[1] / w->ne[2]);
+    }
+    const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost);
+    const double rate = d->b == npu_dtype::i8 ? cost.ops_per_s_i8 : cost.flops_per_s;
+    h.block_rows         = t.kernel->rows;
+    h.launches_per_block = t.k_blocks * t.token_blocks * (node->op == GGML_OP_MUL_MAT_ID ? w->ne[2] : 1);
+    h.launch_s           = std::max(cost.launch_s, t.kernel->flops() / rate);
+    // the activations are converted once per multiply (about 1 ns per value on one core)
+    h.fixed_s            = 1e-9 * double(w->ne[0]) * node->src[1]->ne[1] * node->src[1]->ne[2];
+    return h;
 }
 
 void npu_worker::load_designs() {

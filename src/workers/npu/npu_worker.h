@@ -35,6 +35,7 @@ class npu_worker final : public async_worker {
     const char * name() const override { return "npu"; }
     bool accepts(const ggml_tensor * node) const override;
     int64_t row_align(const ggml_tensor * node) const override;
+    npu_cost_hint cost_hint(const ggml_tensor * node) const override;
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
