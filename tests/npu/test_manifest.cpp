@@ -60,6 +60,13 @@ TEST(NpuManifest, EmulatorKernelSetParses) {
     ASSERT_NE(q, nullptr);
     EXPECT_EQ(q->c, npu_dtype::i32);
     EXPECT_EQ(m.find(npu_dtype::bf16, npu_dtype::bf16, 100, 1024, 256), nullptr);
+    const auto bf16 = m.kernels_for(npu_dtype::bf16, npu_dtype::bf16);
+    ASSERT_EQ(bf16.size(), 8u);
+    EXPECT_EQ(bf16.front()->tokens, 64);
+    EXPECT_EQ(bf16.front()->rows, 256);
+    EXPECT_EQ(bf16.back()->tokens, 512);
+    EXPECT_EQ(bf16.back()->rows, 512);
+    EXPECT_TRUE(m.kernels_for(npu_dtype::bf16, npu_dtype::i8).empty());
     // Blocks of one design share its xclbin, so one hardware context.
     for (const auto& d : m.designs()) {
         EXPECT_EQ(d.kernels.size(), 8u);

@@ -186,6 +186,23 @@ TEST(NpuRuntime, WrongBuffersAreRefusedClearly) {
     EXPECT_EQ(e.code(), npu_errc::buffer);
 }
 
+TEST(NpuRuntime, HardwareKernelsAreRefusedByTheEmulator) {
+    std::ifstream in(xdna_test::manifest_path());
+    nlohmann::json doc = nlohmann::json::parse(in);
+    doc["emulator"] = false;
+    const std::string path = xdna_test::kernels_dir() + "/test_runtime_hardware.json";
+    {
+        std::ofstream out(path);
+        out << doc.dump(1);
+    }
+    npu_options o = test_options();
+    o.manifest_path = path;
+    const npu_error e = expect_npu_error([&] { npu_runtime::open(o); });
+    std::remove(path.c_str());
+    EXPECT_EQ(e.code(), npu_errc::manifest);
+    EXPECT_NE(std::string(e.what()).find("lists hardware kernels"), std::string::npos) << e.what();
+}
+
 TEST(NpuRuntime, BadOptions) {
     npu_options o = test_options();
     o.context_budget = 0;
