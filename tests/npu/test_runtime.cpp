@@ -267,6 +267,24 @@ TEST(NpuRuntime, NullModeReportsInvalidResults) {
     EXPECT_GE(ms, 2.0);   // held back to the modelled dispatch latency
 }
 
+TEST(NpuRuntime, NullModeModelsQueuedLaunches) {
+    // Four launches queued at once: the first pays the dispatch latency, the others only the queued gap.
+    scoped_env mode("XDNA_EMU_MODE", "null");
+    scoped_env disp("XDNA_EMU_DISPATCH_US", "50000");
+    scoped_env gap("XDNA_EMU_QUEUED_US", "5000");
+    auto rt = npu_runtime::open(test_options());
+    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 64, 256);   // 3140 GFLOP/s: 0.01 ms of work each
+    std::vector<npu_buffer> bufs;
+    for (int i = 0; i < 12; ++i) bufs.push_back(rt->alloc(k, static_cast<npu_arg>(i % 3)));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<npu_run> runs;
+    for (int i = 0; i < 4; ++i) runs.push_back(rt->launch(k, bufs[3 * i], bufs[3 * i + 1], bufs[3 * i + 2]));
+    for (auto& r : runs) rt->wait(r);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(ms, 65.0);    // 50 + 3 x 5
+    EXPECT_LT(ms, 180.0);   // not 4 x 50: the dispatches overlap
+}
+
 TEST(NpuRuntime, TimedModeHoldsCompletionToTheModel) {
     scoped_env mode("XDNA_EMU_MODE", "timed");
     scoped_env rate("XDNA_EMU_BF16_GFLOPS", "1");   // 1 GFLOP/s: a 64 x 1024 x 256 block takes 33.6 ms
