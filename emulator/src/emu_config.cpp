@@ -92,6 +92,7 @@ config config::from_env() {
         else bad_value("XDNA_EMU_MODE", v, "exact, timed or null");
     }
     read_double("XDNA_EMU_DISPATCH_US", &c.dispatch_us, 0.0);
+    read_double("XDNA_EMU_QUEUED_US", &c.queued_us, 0.0);
     read_double("XDNA_EMU_BF16_GFLOPS", &c.bf16_gflops, 1e-3);
     read_double("XDNA_EMU_INT8_GOPS", &c.int8_gops, 1e-3);
     read_int("XDNA_EMU_THREADS", &c.threads, 1, 256);
@@ -119,9 +120,9 @@ config config::from_env() {
 std::string config::describe() const {
     char buf[512];
     std::snprintf(buf, sizeof(buf),
-                  "mode %s, dispatch %.0f us, bf16 %.0f GFLOP/s, int8 %.0f GOP/s, %d hardware contexts (%d held "
+                  "mode %s, dispatch %.0f us (%.0f us when queued), bf16 %.0f GFLOP/s, int8 %.0f GOP/s, %d hardware contexts (%d held "
                   "elsewhere), heap %zu MiB, %d thread(s), fault %s",
-                  mode_name(mode), dispatch_us, bf16_gflops, int8_gops, hwctx_limit, other_contexts, heap_bytes >> 20,
+                  mode_name(mode), dispatch_us, queued_us, bf16_gflops, int8_gops, hwctx_limit, other_contexts, heap_bytes >> 20,
                   threads, fault_name(fault));
     std::string s = buf;
     if (fault != fault::none) {

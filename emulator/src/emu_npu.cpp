@@ -265,15 +265,18 @@ ert_cmd_state npu::execute(command& cmd) {
         }
     }
 
-    // The modelled device: a launch starts after its dispatch latency, once the previous one has finished.
+    // The modelled device: a launch starts its dispatch latency after submission on an idle NPU; behind another
+    // launch it starts a (shorter) queued gap after that one finishes, the firmware having fetched it meanwhile.
     const auto dispatch = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double, std::micro>(cfg.dispatch_us));
+    const auto gap = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double, std::micro>(cfg.queued_us));
     const auto busy = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(block_seconds(d, cr.block, cfg)));
     std::chrono::steady_clock::time_point done;
     {
         std::lock_guard<std::mutex> lock(m_mu);
-        const auto start = std::max(cmd.submitted + dispatch, m_busy_until);
+        const auto start = std::max(cmd.submitted + dispatch, m_busy_until + gap);
         done = start + busy;
         m_busy_until = done;
     }

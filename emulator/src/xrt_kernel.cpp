@@ -161,14 +161,17 @@ void run::start() {
     const auto& cfg = r.kernel->ctx->dev->cfg;
     auto cmd = std::make_shared<xdna_emu::command>();
     {
-        std::lock_guard<std::mutex> lock(r.status->mu);
-        if (r.status->state == ERT_CMD_STATE_QUEUED || r.status->state == ERT_CMD_STATE_RUNNING) {
+        const std::shared_ptr<run_status> previous = r.status;
+        std::lock_guard<std::mutex> lock(previous->mu);
+        if (previous->state == ERT_CMD_STATE_QUEUED || previous->state == ERT_CMD_STATE_RUNNING) {
             throw std::runtime_error("bad command state, can't launch");
         }
-        // A fresh status per start, so that a late notification of an earlier start cannot be mistaken for this one.
-        r.status = std::make_shared<run_status>();
-        r.status->state = ERT_CMD_STATE_QUEUED;
     }
+    // A fresh status per start, so that a late notification of an earlier start cannot be mistaken for this one.
+    // (Like XRT, one run object is not meant to be started and waited for from several threads at once.)
+    auto fresh = std::make_shared<run_status>();
+    fresh->state = ERT_CMD_STATE_QUEUED;
+    r.status = fresh;
     cmd->serial = ++r.kernel->ctx->dev->runs_started;
     if (cfg.fault != xdna_emu::fault::none && cmd->serial > cfg.fault_after &&
         (cfg.fault_count == 0 || cmd->serial <= cfg.fault_after + cfg.fault_count)) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sys/stat.h>
@@ -178,6 +179,17 @@ const npu_kernel* npu_manifest::find(const std::string& name) const {
         if (kn.name == name) return &kn;
     }
     return nullptr;
+}
+
+std::vector<const npu_kernel*> npu_manifest::kernels_for(npu_dtype a, npu_dtype b) const {
+    std::vector<const npu_kernel*> out;
+    for (const npu_kernel& kn : m_kernels) {
+        if (kn.a == a && kn.b == b) out.push_back(&kn);
+    }
+    std::sort(out.begin(), out.end(), [](const npu_kernel* x, const npu_kernel* y) {
+        return x->tokens != y->tokens ? x->tokens < y->tokens : x->rows < y->rows;
+    });
+    return out;
 }
 
 } // namespace xdna

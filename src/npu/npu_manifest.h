@@ -56,6 +56,8 @@ public:
     // The kernel with exactly this block and these types, or nullptr.
     const npu_kernel* find(npu_dtype a, npu_dtype b, int tokens, int k, int rows) const;
     const npu_kernel* find(const std::string& name) const;
+    // Every kernel with these input types, by tokens then rows (ascending).
+    std::vector<const npu_kernel*> kernels_for(npu_dtype a, npu_dtype b) const;
 
 private:
     std::string m_path;

@@ -106,6 +106,11 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     }
     rt->m_emulated = rt->m_device_name.find("emulator") != std::string::npos;
     rt->m_results_valid = rt->m_device_name.find("results invalid") == std::string::npos;
+    if (!rt->m_manifest.emulator_kernels() && rt->m_emulated) {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists hardware kernels, but the device is "
+                                            "the software XDNA1 emulator, which runs only its own kernel set (the "
+                                            "build's kernels/manifest.json)");
+    }
     if (rt->m_manifest.emulator_kernels() && !rt->m_emulated) {
         throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists the software emulator's kernels, "
                                             "but the device is '" + rt->m_device_name + "'; build the real kernels "

@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <functional>
+#include <unistd.h>
 
 using xdna::npu_dtype;
 using xdna::npu_errc;
@@ -26,7 +27,8 @@ json emulator_manifest() {
 std::string load_error(const std::function<void(json&)>& edit, npu_errc* code = nullptr) {
     json doc = emulator_manifest();
     edit(doc);
-    const std::string path = xdna_test::kernels_dir() + "/test_manifest_edit.json";
+    // Tests run in parallel processes: one file name per process.
+    const std::string path = xdna_test::kernels_dir() + "/test_manifest_edit_" + std::to_string(getpid()) + ".json";
     {
         std::ofstream out(path);
         out << doc.dump(1);
@@ -60,6 +62,13 @@ TEST(NpuManifest, EmulatorKernelSetParses) {
     ASSERT_NE(q, nullptr);
     EXPECT_EQ(q->c, npu_dtype::i32);
     EXPECT_EQ(m.find(npu_dtype::bf16, npu_dtype::bf16, 100, 1024, 256), nullptr);
+    const auto bf16 = m.kernels_for(npu_dtype::bf16, npu_dtype::bf16);
+    ASSERT_EQ(bf16.size(), 8u);
+    EXPECT_EQ(bf16.front()->tokens, 64);
+    EXPECT_EQ(bf16.front()->rows, 256);
+    EXPECT_EQ(bf16.back()->tokens, 512);
+    EXPECT_EQ(bf16.back()->rows, 512);
+    EXPECT_TRUE(m.kernels_for(npu_dtype::bf16, npu_dtype::i8).empty());
     // Blocks of one design share its xclbin, so one hardware context.
     for (const auto& d : m.designs()) {
         EXPECT_EQ(d.kernels.size(), 8u);
@@ -97,7 +106,7 @@ TEST(NpuManifest, MissingXclbinFileNamesFieldAndFile) {
     npu_errc code{};
     const std::string msg = load_error([](json& d) { d["designs"][1]["xclbin"] = "gone.xclbin"; }, &code);
     EXPECT_EQ(code, npu_errc::manifest);
-    EXPECT_NE(msg.find("test_manifest_edit.json"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("test_manifest_edit_"), std::string::npos) << msg;
     EXPECT_NE(msg.find("designs[1].xclbin"), std::string::npos) << msg;
     EXPECT_NE(msg.find("gone.xclbin"), std::string::npos) << msg;
 }

@@ -29,13 +29,13 @@ const npu_kernel& kernel(const npu_runtime& rt, npu_dtype t, int tokens, int row
 }
 
 // One block through the runtime: fill, sync, launch, wait, sync back; returns the NMSE against fp64.
-double run_block(npu_runtime& rt, const npu_kernel& k, unsigned seed, bool sync_a = true) {
+double run_block(npu_runtime& rt, const npu_kernel& k, unsigned seed, bool sync_a = true, int timeout_ms = -1) {
     npu_buffer a = rt.alloc(k, npu_arg::a), b = rt.alloc(k, npu_arg::b), c = rt.alloc(k, npu_arg::c);
     const xdna_test::block_data d = xdna_test::fill_block(k, a, b, seed);
     if (sync_a) a.sync_to_device();
     b.sync_to_device();
     npu_run run = rt.launch(k, a, b, c);
-    rt.wait(run);
+    rt.wait(run, timeout_ms);
     c.sync_from_device();
     return xdna_test::nmse(k, c.data(), d.ref);
 }
@@ -186,6 +186,23 @@ TEST(NpuRuntime, WrongBuffersAreRefusedClearly) {
     EXPECT_EQ(e.code(), npu_errc::buffer);
 }
 
+TEST(NpuRuntime, HardwareKernelsAreRefusedByTheEmulator) {
+    std::ifstream in(xdna_test::manifest_path());
+    nlohmann::json doc = nlohmann::json::parse(in);
+    doc["emulator"] = false;
+    const std::string path = xdna_test::kernels_dir() + "/test_runtime_hardware.json";
+    {
+        std::ofstream out(path);
+        out << doc.dump(1);
+    }
+    npu_options o = test_options();
+    o.manifest_path = path;
+    const npu_error e = expect_npu_error([&] { npu_runtime::open(o); });
+    std::remove(path.c_str());
+    EXPECT_EQ(e.code(), npu_errc::manifest);
+    EXPECT_NE(std::string(e.what()).find("lists hardware kernels"), std::string::npos) << e.what();
+}
+
 TEST(NpuRuntime, BadOptions) {
     npu_options o = test_options();
     o.context_budget = 0;
@@ -222,7 +239,7 @@ TEST(NpuRuntime, InjectedTimeoutThenRecovery) {
     EXPECT_EQ(e.code(), npu_errc::timeout);
     EXPECT_NE(std::string(e.what()).find("did not finish within 200 ms"), std::string::npos) << e.what();
     EXPECT_GE(ms, 200.0);
-    EXPECT_EQ(run_block(*rt, k, 12), 0.0);
+    EXPECT_EQ(run_block(*rt, k, 12, true, 60000), 0.0);   // a generous timeout: sanitizer builds are slow
     EXPECT_EQ(rt->stats().timed_out, 1u);
 }
 
@@ -248,6 +265,24 @@ TEST(NpuRuntime, NullModeReportsInvalidResults) {
     rt->wait(run);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_GE(ms, 2.0);   // held back to the modelled dispatch latency
+}
+
+TEST(NpuRuntime, NullModeModelsQueuedLaunches) {
+    // Four launches queued at once: the first pays the dispatch latency, the others only the queued gap.
+    scoped_env mode("XDNA_EMU_MODE", "null");
+    scoped_env disp("XDNA_EMU_DISPATCH_US", "50000");
+    scoped_env gap("XDNA_EMU_QUEUED_US", "5000");
+    auto rt = npu_runtime::open(test_options());
+    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 64, 256);   // 3140 GFLOP/s: 0.01 ms of work each
+    std::vector<npu_buffer> bufs;
+    for (int i = 0; i < 12; ++i) bufs.push_back(rt->alloc(k, static_cast<npu_arg>(i % 3)));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<npu_run> runs;
+    for (int i = 0; i < 4; ++i) runs.push_back(rt->launch(k, bufs[3 * i], bufs[3 * i + 1], bufs[3 * i + 2]));
+    for (auto& r : runs) rt->wait(r);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(ms, 65.0);    // 50 + 3 x 5
+    EXPECT_LT(ms, 180.0);   // not 4 x 50: the dispatches overlap
 }
 
 TEST(NpuRuntime, TimedModeHoldsCompletionToTheModel) {
