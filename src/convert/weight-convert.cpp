@@ -131,6 +131,11 @@ bool check_call(const char * fn, const ggml_tensor * w, int64_t expert, int64_t 
     return true;
 }
 
+// The first byte of the 8-row group that holds row r of a repacked weight.
+const char * row_group(const weight_desc & d, int64_t expert, int64_t r) {
+    return d.data + expert * d.nb2 + (r / xdna::REPACK_ROWS) * xdna::REPACK_ROWS * d.nb1;
+}
+
 // Yields the plain blocks of columns [c0, c0 + n) of one row: in place for a plain weight, un-repacked into
 // `scratch` for a repacked one.
 const void * row_chunk_blocks(const weight_desc & d, int64_t expert, int64_t r, int64_t c0, int64_t n,
@@ -139,8 +144,8 @@ const void * row_chunk_blocks(const weight_desc & d, int64_t expert, int64_t r, 
     if (!d.repacked) {
         return d.data + expert * d.nb2 + r * d.nb1 + x0 * d.block_size;
     }
-    const char * group = d.data + expert * d.nb2 + (r / xdna::REPACK_ROWS) * xdna::REPACK_ROWS * d.nb1;
-    xdna::unrepack_row(d.type, group, (int) (r % xdna::REPACK_ROWS), x0, x0 + n / d.block_elems, scratch);
+    xdna::unrepack_row(d.type, row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), x0, x0 + n / d.block_elems,
+                       scratch);
     return scratch;
 }
 
@@ -159,6 +164,16 @@ const float * chunk_f32(const weight_desc & d, const xdna::convert_kernels & k, 
         d.to_float(blocks, tmp, n);
     }
     return tmp;
+}
+
+// f32 values of columns [c0, c0 + n) of one row (n <= CHUNK).
+const float * row_chunk_f32(const weight_desc & d, const xdna::convert_kernels & k, int64_t expert, int64_t r,
+                            int64_t c0, int64_t n, uint8_t * scratch, float * tmp) {
+    if (d.repacked && k.x8_f32[d.type] != nullptr) {
+        k.x8_f32[d.type](row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), c0 / d.block_elems, n, tmp);
+        return tmp;
+    }
+    return chunk_f32(d, k, row_chunk_blocks(d, expert, r, c0, n, scratch), n, tmp);
 }
 
 }  // namespace
@@ -181,8 +196,12 @@ bool xdna_weight_to_bf16(const ggml_tensor * w, int64_t expert, int64_t r0, int6
     for (int64_t r = r0; r < r1; ++r) {
         ggml_bf16_t * y = dst + (r - r0) * ld;
         for (int64_t c0 = 0; c0 < d.K; c0 += CHUNK) {
-            const int64_t n      = d.K - c0 < CHUNK ? d.K - c0 : CHUNK;
-            const void *  blocks = row_chunk_blocks(d, expert, r, c0, n, scratch);
+            const int64_t n = d.K - c0 < CHUNK ? d.K - c0 : CHUNK;
+            if (d.repacked && k.x8_bf16[d.type] != nullptr) {
+                k.x8_bf16[d.type](row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), c0 / d.block_elems, n, y + c0);
+                continue;
+            }
+            const void * blocks = row_chunk_blocks(d, expert, r, c0, n, scratch);
             if (d.type == GGML_TYPE_BF16) {
                 std::memcpy(y + c0, blocks, n * sizeof(ggml_bf16_t));
             } else if (k.dequant_bf16[d.type] != nullptr) {
@@ -221,8 +240,7 @@ bool xdna_weight_to_int8(const ggml_tensor * w, int64_t expert, int64_t r0, int6
         float *  sc = scales + (r - r0) * ld_scales;
         for (int64_t c0 = 0; c0 < d.K; c0 += CHUNK) {
             const int64_t  n      = d.K - c0 < CHUNK ? d.K - c0 : CHUNK;
-            const void *   blocks = row_chunk_blocks(d, expert, r, c0, n, scratch);
-            const float *  x      = chunk_f32(d, k, blocks, n, tmp);
+            const float *  x      = row_chunk_f32(d, k, expert, r, c0, n, scratch, tmp);
             const uint32_t amax   = k.absmax_bits(x, n);
             if (amax >= 0x7f800000u) {
                 set_err(err, "xdna_weight_to_int8: " + tensor_label(w) + ": row " + std::to_string(r) + " of expert " +
@@ -259,8 +277,7 @@ bool xdna_weight_plain_rows(const ggml_tensor * w, int64_t expert, int64_t r0, i
     for (int64_t r = r0; r < r1; ++r) {
         char * y = (char *) dst + (r - r0) * dst_row_bytes;
         if (d.repacked) {
-            const char * group = d.data + expert * d.nb2 + (r / xdna::REPACK_ROWS) * xdna::REPACK_ROWS * d.nb1;
-            xdna::unrepack_row(d.type, group, (int) (r % xdna::REPACK_ROWS), 0, nblocks, y);
+            xdna::unrepack_row(d.type, row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), 0, nblocks, y);
         } else {
             std::memcpy(y, d.data + expert * d.nb2 + r * d.nb1, row_bytes);
         }

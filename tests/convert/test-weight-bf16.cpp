@@ -31,7 +31,7 @@ constexpr int64_t PAD       = 40;  // destination columns past K, which must com
 const uint16_t    GUARD     = 0xBEEF;
 
 // Converts rows [r0, r1) of expert e and compares with the reference rows of the plain data.
-void check_range(const weight & w, ggml_type type, int64_t K, int64_t N, int64_t e, int64_t r0, int64_t r1,
+void check_range(const weight & w, int64_t K, int64_t N, int64_t e, int64_t r0, int64_t r1,
                  const std::vector<ggml_bf16_t> & ref) {
     SCOPED_TRACE(testing::Message() << "expert " << e << " rows [" << r0 << ", " << r1 << ")");
     const int64_t            ld = K + PAD;
@@ -64,11 +64,11 @@ void check_range(const weight & w, ggml_type type, int64_t K, int64_t N, int64_t
 void check_weight(const weight & w, ggml_type type, const shape & s) {
     const std::vector<ggml_bf16_t> ref = reference_bf16(type, w.plain.data(), s.K, s.N * s.E);
     for (int64_t e = 0; e < s.E; ++e) {
-        check_range(w, type, s.K, s.N, e, 0, s.N, ref);
-        check_range(w, type, s.K, s.N, e, 1, s.N - 2, ref);
-        check_range(w, type, s.K, s.N, e, s.N - 1, s.N, ref);
+        check_range(w, s.K, s.N, e, 0, s.N, ref);
+        check_range(w, s.K, s.N, e, 1, s.N - 2, ref);
+        check_range(w, s.K, s.N, e, s.N - 1, s.N, ref);
         if (s.N >= 16) {
-            check_range(w, type, s.K, s.N, e, 8, 16, ref);
+            check_range(w, s.K, s.N, e, 8, 16, ref);
         }
     }
 }
