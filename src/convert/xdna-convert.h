@@ -107,6 +107,11 @@ void xdna_act_to_bf16(const float * src, size_t src_nb1, int64_t n_rows, int64_t
 bool xdna_act_to_int8(const float * src, size_t src_nb1, int64_t n_rows, int64_t k, int8_t * dst, int64_t ld,
                       float * scales);
 
+// The same for rows given one by one (e.g. the tokens routed to one expert of a MUL_MAT_ID): row i is read at rows[i].
+void xdna_act_rows_to_bf16(const float * const * rows, int64_t n_rows, int64_t k, ggml_bf16_t * dst, int64_t ld);
+bool xdna_act_rows_to_int8(const float * const * rows, int64_t n_rows, int64_t k, int8_t * dst, int64_t ld,
+                           float * scales);
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Instruction set of the hot loops: chosen at run time (the best the machine has); tests and benchmarks can lower it.
 
