@@ -1,8 +1,9 @@
 // Weight conversion: plain or repacked ggml weights to bf16, or to int8 with one scale per row and 1,024 weights.
 //
 // Each row is processed in chunks of XDNA_W8_GROUP columns (a multiple of every ggml block size): the chunk's plain
-// blocks (read in place, or un-repacked into a small stack buffer) are dequantized exactly as ggml's to_float does
-// and then rounded. A repacked row is taken straight out of its 8-row group, so any row range works.
+// blocks are dequantized exactly as ggml's to_float does and then rounded. A repacked row is read straight out of
+// its 8-row group (by a kernel that reads the interleaved blocks, or un-repacked into a small stack buffer first), so
+// any row range works.
 
 #include "convert-kernels.h"
 #include "repack-layout.h"
@@ -59,6 +60,13 @@ bool describe(const ggml_tensor * w, weight_desc & d, std::string * why) {
     if (w->nb[0] != ggml_type_size(type) || w->ne[0] % ggml_blck_size(type) != 0 ||
         w->nb[1] < ggml_row_size(type, w->ne[0])) {
         set_err(why, tensor_label(w) + ": rows are not contiguous blocks");
+        return false;
+    }
+    // (CPU_REPACK is host memory but does not say so: its buffer type has no is_host)
+    const ggml_tensor * base = w->view_src ? w->view_src : w;
+    if (base->buffer != nullptr && !ggml_backend_buffer_is_host(base->buffer) && !xdna_tensor_in_repack_buffer(w)) {
+        set_err(why, tensor_label(w) + ": not in host memory (buffer " +
+                         ggml_backend_buft_name(ggml_backend_buffer_get_type(base->buffer)) + ")");
         return false;
     }
     d.type        = type;
