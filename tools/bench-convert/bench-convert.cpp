@@ -31,6 +31,12 @@ std::string g_types;  // comma-separated type names; empty: all
 bool        g_all_isas = false;
 
 void load_cpu_backend() {
+    // the CPU backend logs every tensor it repacks; keep warnings and errors only
+    ggml_log_set([](ggml_log_level level, const char * text, void *) {
+        if (level >= GGML_LOG_LEVEL_WARN) {
+            std::fputs(text, stderr);
+        }
+    }, nullptr);
     if (ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) != nullptr) {
         return;
     }
