@@ -38,5 +38,44 @@ struct sink_bf16 {
     }
 };
 
+static inline float f16(uint16_t h) {
+    return _cvtsh_ss(h);  // exact, like ggml's fp16 -> fp32
+}
+
+static inline __m512i u8x16(__m128i v) {
+    return _mm512_cvtepu8_epi32(v);
+}
+
+static inline __m512i u8x16(const uint8_t * p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) p));
+}
+
+static inline __m512 to_f(__m512i v) {
+    return _mm512_cvtepi32_ps(v);
+}
+
+// The 6-bit (scale, min) pair j of a Q4_K / Q5_K "k4" packing of 8 pairs in 12 bytes.
+static inline void k4_scale_min(const uint8_t * q, int j, int & sc, int & m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m  = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        m  = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+// 32 values of a 4-bit lookup type: lut[low nibble of 16 bytes] * d, then lut[high nibble] * d.
+template <class S> static inline void dq_lut4(const __m512 lut, __m512 d, __m128i qs, int64_t at, S s) {
+    const __m512i q = u8x16(qs);
+    s.put(at, _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_and_si512(q, _mm512_set1_epi32(0xF)), lut), d));
+    s.put(at + 16, _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut), d));
+}
+
+// ggml's 4-bit lookup types (IQ4_NL / IQ4_XS, MXFP4): their 16 values, read once from ggml's own dequantization
+// (dequant-avx512.cpp).
+extern float g_lut_iq4nl[16];
+extern float g_lut_mxfp4[16];
+
 }  // namespace avx512
 }  // namespace xdna

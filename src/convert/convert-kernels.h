@@ -31,13 +31,18 @@ struct convert_kernels {
     void (*dequant_bf16[MAX_TYPES])(const void * blocks, ggml_bf16_t * y, int64_t n);
     // Dequantization to f32 for some plain types (null: ggml's to_float).
     dequant_fn dequant_f32[MAX_TYPES];
+    // Dequantization straight from row j (0..7) of a repacked 8-row group: n elements starting at x8 block x0
+    // (null: un-repack into plain blocks, then dequantize those).
+    void (*x8_bf16[MAX_TYPES])(const void * group, int j, int64_t x0, int64_t n, ggml_bf16_t * y);
+    void (*x8_f32[MAX_TYPES])(const void * group, int j, int64_t x0, int64_t n, float * y);
 };
 
 void fill_kernels_generic(convert_kernels & k);
 #if defined(__x86_64__) || defined(_M_X64)
 void fill_kernels_avx2(convert_kernels & k);
 void fill_kernels_avx512(convert_kernels & k);
-void fill_dequant_avx512(convert_kernels & k);  // the dequantization kernels (part of fill_kernels_avx512)
+void fill_dequant_avx512(convert_kernels & k);     // the dequantization kernels (part of fill_kernels_avx512)
+void fill_dequant_avx512_x8(convert_kernels & k);  // those of the five repackable types, plain and repacked
 #endif
 
 // The table of the instruction set in use.

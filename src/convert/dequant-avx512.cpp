@@ -13,39 +13,14 @@
 
 namespace xdna {
 
-namespace {
-
-using avx512::sink_bf16;
-using avx512::sink_f32;
-
-inline float f16(uint16_t h) {
-    return _cvtsh_ss(h);  // exact, like ggml's fp16 -> fp32
-}
-
-inline __m512i u8x16(const uint8_t * p) {
-    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) p));
-}
-
-inline __m512 to_f(__m512i v) {
-    return _mm512_cvtepi32_ps(v);
-}
-
-// ggml's 4-bit lookup types (IQ4_NL / IQ4_XS, MXFP4): their 16 values, read once from ggml's own dequantization.
+namespace avx512 {
 alignas(64) float g_lut_iq4nl[16];
 alignas(64) float g_lut_mxfp4[16];
+}  // namespace avx512
 
-// y = x * d with x = nibble - 8
-template <class S> void dq_q4_0(const void * vx, int64_t n, S s) {
-    const blk_q4_0 * x   = (const blk_q4_0 *) vx;
-    const __m512i    m4  = _mm512_set1_epi32(0xF);
-    const __m512i    off = _mm512_set1_epi32(8);
-    for (int64_t i = 0; i < n / 32; ++i) {
-        const __m512  d = _mm512_set1_ps(f16(x[i].d));
-        const __m512i q = u8x16(x[i].qs);
-        s.put(i * 32, _mm512_mul_ps(to_f(_mm512_sub_epi32(_mm512_and_si512(q, m4), off)), d));
-        s.put(i * 32 + 16, _mm512_mul_ps(to_f(_mm512_sub_epi32(_mm512_srli_epi32(q, 4), off)), d));
-    }
-}
+namespace {
+
+using namespace avx512;
 
 // y = x * d + m
 template <class S> void dq_q4_1(const void * vx, int64_t n, S s) {
@@ -116,38 +91,6 @@ template <class S> void dq_q8_0(const void * vx, int64_t n, S s) {
     }
 }
 
-// 16 values: lut[nibble] * d
-template <class S> void dq_lut4(const __m512 lut, __m512 d, const uint8_t * qs, int64_t at, S s) {
-    const __m512i q = u8x16(qs);
-    s.put(at, _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_and_si512(q, _mm512_set1_epi32(0xF)), lut), d));
-    s.put(at + 16, _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), lut), d));
-}
-
-template <class S> void dq_iq4_nl(const void * vx, int64_t n, S s) {
-    const blk_iq4_nl * x   = (const blk_iq4_nl *) vx;
-    const __m512       lut = _mm512_load_ps(g_lut_iq4nl);
-    for (int64_t i = 0; i < n / 32; ++i) {
-        dq_lut4(lut, _mm512_set1_ps(f16(x[i].d)), x[i].qs, i * 32, s);
-    }
-}
-
-// MXFP4's scale is 2^(e - 128) (half of the E8M0 value, as ggml's table holds twice the E2M1 values), a subnormal
-// for e < 2.
-inline float e8m0_half(uint8_t e) {
-    const uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t) (e - 1) << 23);
-    float          f;
-    __builtin_memcpy(&f, &bits, 4);
-    return f;
-}
-
-template <class S> void dq_mxfp4(const void * vx, int64_t n, S s) {
-    const blk_mxfp4 * x   = (const blk_mxfp4 *) vx;
-    const __m512      lut = _mm512_load_ps(g_lut_mxfp4);
-    for (int64_t i = 0; i < n / 32; ++i) {
-        dq_lut4(lut, _mm512_set1_ps(e8m0_half(x[i].e)), x[i].qs, i * 32, s);
-    }
-}
-
 template <class S> void dq_iq4_xs(const void * vx, int64_t n, S s) {
     const blk_iq4_xs * x   = (const blk_iq4_xs *) vx;
     const __m512       lut = _mm512_load_ps(g_lut_iq4nl);
@@ -156,41 +99,7 @@ template <class S> void dq_iq4_xs(const void * vx, int64_t n, S s) {
         for (int ib = 0; ib < 8; ++ib) {
             const int   ls = ((x[i].scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((x[i].scales_h >> 2 * ib) & 3) << 4);
             const float dl = d * (float) (ls - 32);
-            dq_lut4(lut, _mm512_set1_ps(dl), x[i].qs + 16 * ib, i * 256 + 32 * ib, s);
-        }
-    }
-}
-
-// The 6-bit (scale, min) pairs of Q4_K / Q5_K sub-blocks ("k4" packing).
-inline void k4_scale_min(const uint8_t * q, int j, int & sc, int & m) {
-    if (j < 4) {
-        sc = q[j] & 63;
-        m  = q[j + 4] & 63;
-    } else {
-        sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        m  = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-}
-
-// y = (d * sc) * q - (dmin * m), per 32-value sub-block
-template <class S> void dq_q4_K(const void * vx, int64_t n, S s) {
-    const blk_q4_K * x  = (const blk_q4_K *) vx;
-    const __m512i    m4 = _mm512_set1_epi32(0xF);
-    for (int64_t i = 0; i < n / 256; ++i) {
-        const float d = f16(x[i].d), dmin = f16(x[i].dmin);
-        for (int j = 0; j < 4; ++j) {
-            int sc, m;
-            k4_scale_min(x[i].scales, 2 * j, sc, m);
-            const __m512 d1 = _mm512_set1_ps(d * (float) sc), m1 = _mm512_set1_ps(dmin * (float) m);
-            k4_scale_min(x[i].scales, 2 * j + 1, sc, m);
-            const __m512 d2 = _mm512_set1_ps(d * (float) sc), m2 = _mm512_set1_ps(dmin * (float) m);
-            const uint8_t * q  = x[i].qs + 32 * j;
-            const int64_t   at = i * 256 + 64 * j;
-            for (int h = 0; h < 2; ++h) {
-                const __m512i v = u8x16(q + 16 * h);
-                s.put(at + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d1, to_f(_mm512_and_si512(v, m4))), m1));
-                s.put(at + 32 + 16 * h, _mm512_sub_ps(_mm512_mul_ps(d2, to_f(_mm512_srli_epi32(v, 4))), m2));
-            }
+            dq_lut4(lut, _mm512_set1_ps(dl), _mm_loadu_si128((const __m128i *) (x[i].qs + 16 * ib)), i * 256 + 32 * ib, s);
         }
     }
 }
@@ -258,30 +167,6 @@ template <class S> void dq_q6_K(const void * vx, int64_t n, S s) {
                 s.put(at + 32 + 16 * g, _mm512_mul_ps(_mm512_set1_ps(d * (float) sc[g + 2]), to_f(q2)));
                 s.put(at + 64 + 16 * g, _mm512_mul_ps(_mm512_set1_ps(d * (float) sc[g + 4]), to_f(q3)));
                 s.put(at + 96 + 16 * g, _mm512_mul_ps(_mm512_set1_ps(d * (float) sc[g + 6]), to_f(q4)));
-            }
-        }
-    }
-}
-
-// y = (d * (sc & 15)) * q - (dmin * (sc >> 4)), q = 2 bits, per 16-value sub-block
-template <class S> void dq_q2_K(const void * vx, int64_t n, S s) {
-    const blk_q2_K * x  = (const blk_q2_K *) vx;
-    const __m512i    m2 = _mm512_set1_epi32(3);
-    for (int64_t i = 0; i < n / 256; ++i) {
-        const float d = f16(x[i].d), dmin = f16(x[i].dmin);
-        int64_t     at = i * 256;
-        for (int half = 0; half < 2; ++half) {
-            const __m512i q0 = u8x16(x[i].qs + 32 * half);
-            const __m512i q1 = u8x16(x[i].qs + 32 * half + 16);
-            for (int j = 0; j < 4; ++j) {
-                const uint8_t sa = x[i].scales[8 * half + 2 * j], sb = x[i].scales[8 * half + 2 * j + 1];
-                const __m512  da = _mm512_set1_ps(d * (float) (sa & 0xF)), ma = _mm512_set1_ps(dmin * (float) (sa >> 4));
-                const __m512  db = _mm512_set1_ps(d * (float) (sb & 0xF)), mb = _mm512_set1_ps(dmin * (float) (sb >> 4));
-                const __m512i va = _mm512_and_si512(_mm512_srli_epi32(q0, 2 * j), m2);
-                const __m512i vb = _mm512_and_si512(_mm512_srli_epi32(q1, 2 * j), m2);
-                s.put(at, _mm512_sub_ps(_mm512_mul_ps(da, to_f(va)), ma));
-                s.put(at + 16, _mm512_sub_ps(_mm512_mul_ps(db, to_f(vb)), mb));
-                at += 32;
             }
         }
     }
@@ -389,6 +274,7 @@ void fill_dequant_avx512(convert_kernels & k) {
     // The lookup types need ggml's tables; d = 1.0 (f16 0x3C00) for IQ4_NL, e = 128 (2^0) for MXFP4.
     read_lut(GGML_TYPE_IQ4_NL, 0x00, 0x3C, 2, g_lut_iq4nl);
     read_lut(GGML_TYPE_MXFP4, 128, 0, 1, g_lut_mxfp4);
+    fill_dequant_avx512_x8(k);
 
     struct entry {
         ggml_type type;
@@ -398,19 +284,14 @@ void fill_dequant_avx512(convert_kernels & k) {
         void (*bf16)(const void *, ggml_bf16_t *, int64_t);
     };
     const entry entries[] = {
-        { GGML_TYPE_Q4_0, sizeof(blk_q4_0), 32, to_f32<dq_q4_0>, to_bf16<dq_q4_0> },
         { GGML_TYPE_Q4_1, sizeof(blk_q4_1), 32, to_f32<dq_q4_1>, to_bf16<dq_q4_1> },
         { GGML_TYPE_Q5_0, sizeof(blk_q5_0), 32, to_f32<dq_q5_0>, to_bf16<dq_q5_0> },
         { GGML_TYPE_Q5_1, sizeof(blk_q5_1), 32, to_f32<dq_q5_1>, to_bf16<dq_q5_1> },
         { GGML_TYPE_Q8_0, sizeof(blk_q8_0), 32, to_f32<dq_q8_0>, to_bf16<dq_q8_0> },
-        { GGML_TYPE_Q2_K, sizeof(blk_q2_K), 256, to_f32<dq_q2_K>, to_bf16<dq_q2_K> },
         { GGML_TYPE_Q3_K, sizeof(blk_q3_K), 256, to_f32<dq_q3_K>, to_bf16<dq_q3_K> },
-        { GGML_TYPE_Q4_K, sizeof(blk_q4_K), 256, to_f32<dq_q4_K>, to_bf16<dq_q4_K> },
         { GGML_TYPE_Q5_K, sizeof(blk_q5_K), 256, to_f32<dq_q5_K>, to_bf16<dq_q5_K> },
         { GGML_TYPE_Q6_K, sizeof(blk_q6_K), 256, to_f32<dq_q6_K>, to_bf16<dq_q6_K> },
-        { GGML_TYPE_IQ4_NL, sizeof(blk_iq4_nl), 32, to_f32<dq_iq4_nl>, to_bf16<dq_iq4_nl> },
         { GGML_TYPE_IQ4_XS, sizeof(blk_iq4_xs), 256, to_f32<dq_iq4_xs>, to_bf16<dq_iq4_xs> },
-        { GGML_TYPE_MXFP4, sizeof(blk_mxfp4), 32, to_f32<dq_mxfp4>, to_bf16<dq_mxfp4> },
         { GGML_TYPE_F16, 2, 1, to_f32<dq_f16>, to_bf16<dq_f16> },
         { GGML_TYPE_BF16, 2, 1, to_f32<dq_bf16>, nullptr },
     };

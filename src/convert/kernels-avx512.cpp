@@ -13,8 +13,19 @@ namespace {
 
 using avx512::bf16x16;
 
+// Elements before x + i is 64-byte aligned: ggml rows are often only 16-byte aligned, and a 64-byte load that spans
+// two cache lines on every iteration halved the speed of streaming an f32 weight from memory.
+inline int64_t peel_to_64(const float * x, int64_t n) {
+    const int64_t p = (int64_t) ((64 - ((uintptr_t) x & 63)) & 63);
+    return (p % 4 == 0 && p / 4 < n) ? p / 4 : 0;
+}
+
 void f32_to_bf16(const float * x, ggml_bf16_t * y, int64_t n) {
-    int64_t i = 0;
+    int64_t i = peel_to_64(x, n);
+    if (i > 0) {
+        const __mmask16 m = (__mmask16) ((1u << i) - 1);
+        _mm256_mask_storeu_epi16(y, m, bf16x16(_mm512_maskz_loadu_epi32(m, x)));
+    }
     for (; i + 32 <= n; i += 32) {
         const __m256i a = bf16x16(_mm512_loadu_si512((const void *) (x + i)));
         const __m256i b = bf16x16(_mm512_loadu_si512((const void *) (x + i + 16)));
@@ -30,7 +41,10 @@ void f32_to_bf16(const float * x, ggml_bf16_t * y, int64_t n) {
 uint32_t absmax_bits(const float * x, int64_t n) {
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
     __m512i       m0 = _mm512_setzero_si512(), m1 = _mm512_setzero_si512();
-    int64_t       i = 0;
+    int64_t       i = peel_to_64(x, n);
+    if (i > 0) {
+        m0 = _mm512_and_si512(_mm512_maskz_loadu_epi32((__mmask16) ((1u << i) - 1), x), abs_mask);
+    }
     for (; i + 32 <= n; i += 32) {
         m0 = _mm512_max_epu32(m0, _mm512_and_si512(_mm512_loadu_si512((const void *) (x + i)), abs_mask));
         m1 = _mm512_max_epu32(m1, _mm512_and_si512(_mm512_loadu_si512((const void *) (x + i + 16)), abs_mask));
@@ -50,7 +64,11 @@ inline __m128i int8x16(__m512 v, __m512 inv) {
 
 void f32_to_int8(const float * x, int8_t * y, int64_t n, float inv) {
     const __m512 vinv = _mm512_set1_ps(inv);
-    int64_t      i    = 0;
+    int64_t      i    = peel_to_64(x, n);
+    if (i > 0) {
+        const __mmask16 m = (__mmask16) ((1u << i) - 1);
+        _mm_mask_storeu_epi8(y, m, int8x16(_mm512_maskz_loadu_ps(m, x), vinv));
+    }
     for (; i + 16 <= n; i += 16) {
         _mm_storeu_si128((__m128i *) (y + i), int8x16(_mm512_loadu_ps(x + i), vinv));
     }

@@ -58,6 +58,7 @@ void probe_type(ggml_backend_buffer_type_t buft, xdna_repack_type_info & info) {
         return;
     }
     ggml_tensor *         t   = ggml_new_tensor_2d(ctx, type, K, N);
+    ggml_set_name(t, "xdna_repack_probe");
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft);
     if (buf == nullptr) {
         info.note = std::string(tname) + ": cannot allocate a probe tensor in CPU_REPACK";

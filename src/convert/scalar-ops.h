@@ -5,7 +5,6 @@
 
 #include "ggml.h"
 
-#include <math.h>
 #include <cstdint>
 #include <cstring>
 
@@ -28,9 +27,13 @@ static inline uint16_t bf16_bits(float f) {
 }
 
 static inline int8_t int8_rne(float x, float inv) {
-    float q = nearbyintf(x * inv);  // the default rounding mode: to nearest even
-    q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
-    return (int8_t) q;
+    float v = x * inv;
+    // Clamping first gives the same result (the bounds are integers) and keeps v small enough for the rounding trick:
+    // adding and subtracting 1.5 * 2^23 rounds to an integer in the current mode (nearest even), like cvtps2dq.
+    v = v < 127.0f ? v : 127.0f;  // written as minss / maxss so that the loops vectorize
+    v = v > -127.0f ? v : -127.0f;
+    v = (v + 12582912.0f) - 12582912.0f;
+    return (int8_t) v;
 }
 
 }  // namespace xdna

@@ -1,8 +1,9 @@
 // Weight conversion: plain or repacked ggml weights to bf16, or to int8 with one scale per row and 1,024 weights.
 //
 // Each row is processed in chunks of XDNA_W8_GROUP columns (a multiple of every ggml block size): the chunk's plain
-// blocks (read in place, or un-repacked into a small stack buffer) are dequantized exactly as ggml's to_float does
-// and then rounded. A repacked row is taken straight out of its 8-row group, so any row range works.
+// blocks are dequantized exactly as ggml's to_float does and then rounded. A repacked row is read straight out of
+// its 8-row group (by a kernel that reads the interleaved blocks, or un-repacked into a small stack buffer first), so
+// any row range works.
 
 #include "convert-kernels.h"
 #include "repack-layout.h"
@@ -59,6 +60,13 @@ bool describe(const ggml_tensor * w, weight_desc & d, std::string * why) {
     if (w->nb[0] != ggml_type_size(type) || w->ne[0] % ggml_blck_size(type) != 0 ||
         w->nb[1] < ggml_row_size(type, w->ne[0])) {
         set_err(why, tensor_label(w) + ": rows are not contiguous blocks");
+        return false;
+    }
+    // (CPU_REPACK is host memory but does not say so: its buffer type has no is_host)
+    const ggml_tensor * base = w->view_src ? w->view_src : w;
+    if (base->buffer != nullptr && !ggml_backend_buffer_is_host(base->buffer) && !xdna_tensor_in_repack_buffer(w)) {
+        set_err(why, tensor_label(w) + ": not in host memory (buffer " +
+                         ggml_backend_buft_name(ggml_backend_buffer_get_type(base->buffer)) + ")");
         return false;
     }
     d.type        = type;
@@ -131,6 +139,11 @@ bool check_call(const char * fn, const ggml_tensor * w, int64_t expert, int64_t 
     return true;
 }
 
+// The first byte of the 8-row group that holds row r of a repacked weight.
+const char * row_group(const weight_desc & d, int64_t expert, int64_t r) {
+    return d.data + expert * d.nb2 + (r / xdna::REPACK_ROWS) * xdna::REPACK_ROWS * d.nb1;
+}
+
 // Yields the plain blocks of columns [c0, c0 + n) of one row: in place for a plain weight, un-repacked into
 // `scratch` for a repacked one.
 const void * row_chunk_blocks(const weight_desc & d, int64_t expert, int64_t r, int64_t c0, int64_t n,
@@ -139,8 +152,8 @@ const void * row_chunk_blocks(const weight_desc & d, int64_t expert, int64_t r, 
     if (!d.repacked) {
         return d.data + expert * d.nb2 + r * d.nb1 + x0 * d.block_size;
     }
-    const char * group = d.data + expert * d.nb2 + (r / xdna::REPACK_ROWS) * xdna::REPACK_ROWS * d.nb1;
-    xdna::unrepack_row(d.type, group, (int) (r % xdna::REPACK_ROWS), x0, x0 + n / d.block_elems, scratch);
+    xdna::unrepack_row(d.type, row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), x0, x0 + n / d.block_elems,
+                       scratch);
     return scratch;
 }
 
@@ -159,6 +172,16 @@ const float * chunk_f32(const weight_desc & d, const xdna::convert_kernels & k, 
         d.to_float(blocks, tmp, n);
     }
     return tmp;
+}
+
+// f32 values of columns [c0, c0 + n) of one row (n <= CHUNK).
+const float * row_chunk_f32(const weight_desc & d, const xdna::convert_kernels & k, int64_t expert, int64_t r,
+                            int64_t c0, int64_t n, uint8_t * scratch, float * tmp) {
+    if (d.repacked && k.x8_f32[d.type] != nullptr) {
+        k.x8_f32[d.type](row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), c0 / d.block_elems, n, tmp);
+        return tmp;
+    }
+    return chunk_f32(d, k, row_chunk_blocks(d, expert, r, c0, n, scratch), n, tmp);
 }
 
 }  // namespace
@@ -181,8 +204,12 @@ bool xdna_weight_to_bf16(const ggml_tensor * w, int64_t expert, int64_t r0, int6
     for (int64_t r = r0; r < r1; ++r) {
         ggml_bf16_t * y = dst + (r - r0) * ld;
         for (int64_t c0 = 0; c0 < d.K; c0 += CHUNK) {
-            const int64_t n      = d.K - c0 < CHUNK ? d.K - c0 : CHUNK;
-            const void *  blocks = row_chunk_blocks(d, expert, r, c0, n, scratch);
+            const int64_t n = d.K - c0 < CHUNK ? d.K - c0 : CHUNK;
+            if (d.repacked && k.x8_bf16[d.type] != nullptr) {
+                k.x8_bf16[d.type](row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), c0 / d.block_elems, n, y + c0);
+                continue;
+            }
+            const void * blocks = row_chunk_blocks(d, expert, r, c0, n, scratch);
             if (d.type == GGML_TYPE_BF16) {
                 std::memcpy(y + c0, blocks, n * sizeof(ggml_bf16_t));
             } else if (k.dequant_bf16[d.type] != nullptr) {
@@ -221,8 +248,7 @@ bool xdna_weight_to_int8(const ggml_tensor * w, int64_t expert, int64_t r0, int6
         float *  sc = scales + (r - r0) * ld_scales;
         for (int64_t c0 = 0; c0 < d.K; c0 += CHUNK) {
             const int64_t  n      = d.K - c0 < CHUNK ? d.K - c0 : CHUNK;
-            const void *   blocks = row_chunk_blocks(d, expert, r, c0, n, scratch);
-            const float *  x      = chunk_f32(d, k, blocks, n, tmp);
+            const float *  x      = row_chunk_f32(d, k, expert, r, c0, n, scratch, tmp);
             const uint32_t amax   = k.absmax_bits(x, n);
             if (amax >= 0x7f800000u) {
                 set_err(err, "xdna_weight_to_int8: " + tensor_label(w) + ": row " + std::to_string(r) + " of expert " +
@@ -259,8 +285,7 @@ bool xdna_weight_plain_rows(const ggml_tensor * w, int64_t expert, int64_t r0, i
     for (int64_t r = r0; r < r1; ++r) {
         char * y = (char *) dst + (r - r0) * dst_row_bytes;
         if (d.repacked) {
-            const char * group = d.data + expert * d.nb2 + (r / xdna::REPACK_ROWS) * xdna::REPACK_ROWS * d.nb1;
-            xdna::unrepack_row(d.type, group, (int) (r % xdna::REPACK_ROWS), 0, nblocks, y);
+            xdna::unrepack_row(d.type, row_group(d, expert, r), (int) (r % xdna::REPACK_ROWS), 0, nblocks, y);
         } else {
             std::memcpy(y, d.data + expert * d.nb2 + r * d.nb1, row_bytes);
         }

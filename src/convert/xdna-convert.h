@@ -60,8 +60,8 @@ bool xdna_tensor_in_repack_buffer(const ggml_tensor * t);
 // Weights
 
 // Weights are ne0 = K columns, ne1 = N rows and ne2 experts (1 for a 2-D weight); ne3 must be 1.
-// Convertible: F32 and every type with a ggml to_float, in plain layout (rows may be strided, nb0 must be the type
-// size), or in a CPU_REPACK layout that the probe verified (the tensor itself, not a view of it).
+// Convertible: F32 and every type with a ggml to_float, in host memory, in plain layout (rows may be strided, nb0 must
+// be the type size), or in a CPU_REPACK layout that the probe verified (the tensor itself, not a view of it).
 bool xdna_weight_convertible(const ggml_tensor * w, std::string * why);
 
 // int8 weights carry one f32 scale per row and per XDNA_W8_GROUP consecutive weights of that row.
@@ -76,7 +76,8 @@ bool xdna_weight_to_bf16(const ggml_tensor * w, int64_t expert, int64_t r0, int6
                          ggml_bf16_t * dst, int64_t ld, std::string * err);
 
 // Converts rows [r0, r1) of expert `expert` to int8, symmetric: for each row and each group of XDNA_W8_GROUP columns,
-// scale = absmax / 127 and q = round-to-nearest-even(x / scale) (x * (1/scale)), 0 for an all-zero group.
+// scale = absmax / 127 and q = round-to-nearest-even(x * (1 / scale)) clamped to [-127, 127] (scale 0 and q 0 for an
+// all-zero group).
 // Row r goes to dst + (r - r0) * ld (columns [K, ld) zero), its scales to scales + (r - r0) * ld_scales
 // (xdna_w8_groups(K) of them). A non-finite weight is an error (int8 cannot hold it).
 bool xdna_weight_to_int8(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1,
@@ -106,6 +107,11 @@ void xdna_act_to_bf16(const float * src, size_t src_nb1, int64_t n_rows, int64_t
 // a row has a NaN or Inf; the other rows are still converted.
 bool xdna_act_to_int8(const float * src, size_t src_nb1, int64_t n_rows, int64_t k, int8_t * dst, int64_t ld,
                       float * scales);
+
+// The same for rows given one by one (e.g. the tokens routed to one expert of a MUL_MAT_ID): row i is read at rows[i].
+void xdna_act_rows_to_bf16(const float * const * rows, int64_t n_rows, int64_t k, ggml_bf16_t * dst, int64_t ld);
+bool xdna_act_rows_to_int8(const float * const * rows, int64_t n_rows, int64_t k, int8_t * dst, int64_t ld,
+                           float * scales);
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Instruction set of the hot loops: chosen at run time (the best the machine has); tests and benchmarks can lower it.

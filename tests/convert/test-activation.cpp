@@ -110,6 +110,31 @@ TEST_P(ActInt8, NonFiniteRowIsReported) {
     EXPECT_GT(s[2], 0.0f);
 }
 
+// Gathered rows (the tokens of one expert) give exactly what the strided form gives for the same rows.
+TEST_P(ActInt8, GatheredRowsMatchStrided) {
+    isa_scope          scope(GetParam());
+    const int64_t      k = 2816, n_src = 40, ld = 3072;
+    std::vector<float> x = random_floats(n_src * k, 12, 2.0f);
+    const int64_t      pick[] = { 3, 17, 4, 39, 0, 21, 21 };
+    const int64_t      n      = 7;
+    std::vector<const float *> rows;
+    for (int64_t p : pick) {
+        rows.push_back(x.data() + p * k);
+    }
+    std::vector<ggml_bf16_t> g_bf16(n * ld), s_bf16(ld);
+    std::vector<int8_t>      g_i8(n * ld), s_i8(ld);
+    std::vector<float>       g_sc(n), s_sc(1);
+    xdna_act_rows_to_bf16(rows.data(), n, k, g_bf16.data(), ld);
+    ASSERT_TRUE(xdna_act_rows_to_int8(rows.data(), n, k, g_i8.data(), ld, g_sc.data()));
+    for (int64_t i = 0; i < n; ++i) {
+        xdna_act_to_bf16(rows[i], k * sizeof(float), 1, k, s_bf16.data(), ld);
+        ASSERT_TRUE(xdna_act_to_int8(rows[i], k * sizeof(float), 1, k, s_i8.data(), ld, s_sc.data()));
+        ASSERT_EQ(std::memcmp(g_bf16.data() + i * ld, s_bf16.data(), ld * sizeof(ggml_bf16_t)), 0) << "row " << i;
+        ASSERT_EQ(std::memcmp(g_i8.data() + i * ld, s_i8.data(), ld), 0) << "row " << i;
+        ASSERT_EQ(g_sc[i], s_sc[0]);
+    }
+}
+
 std::string isa_name(const testing::TestParamInfo<xdna_convert_isa> & info) {
     return xdna_convert_isa_name(info.param);
 }

@@ -2,6 +2,8 @@
 
 #include "test-util.h"
 
+#include "ggml-backend-impl.h"
+
 using namespace xdna_test;
 
 namespace {
@@ -79,6 +81,27 @@ TEST_F(ConvertErrors, ViewOfRepackedWeightIsRefused) {
     expect_error(xdna_weight_convertible(v, &err), err, "a view of a repacked weight");
     expect_error(xdna_weight_to_bf16(v, 0, 0, 8, bf16.data(), 256, &err), err, "a view of a repacked weight");
     ggml_free(ctx);
+}
+
+// A weight in device memory (a buffer type that is not host memory) must be refused, not dereferenced.
+TEST_F(ConvertErrors, DeviceMemoryIsRefused) {
+    ggml_backend_buffer_type fake_buft = {};
+    fake_buft.iface.get_name           = [](ggml_backend_buffer_type_t) { return "FAKE_DEVICE"; };
+    fake_buft.iface.is_host            = [](ggml_backend_buffer_type_t) { return false; };
+    ggml_backend_buffer_i iface        = {};
+    iface.get_base                     = [](ggml_backend_buffer_t) { return (void *) 0x1000; };
+    ggml_backend_buffer_t buf          = ggml_backend_buffer_init(&fake_buft, iface, nullptr, 4096);
+    ASSERT_NE(buf, nullptr);
+    ggml_init_params p   = { 2 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context *   ctx = ggml_init(p);
+    ggml_tensor *    t   = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 64, 8);
+    ggml_set_name(t, "gpu_weight");
+    t->buffer = buf;
+    t->data   = (void *) 0x1000;
+    expect_error(xdna_weight_convertible(t, &err), err, "not in host memory (buffer FAKE_DEVICE)");
+    expect_error(xdna_weight_to_bf16(t, 0, 0, 8, bf16.data(), 64, &err), err, "gpu_weight (f16): not in host memory");
+    ggml_free(ctx);
+    ggml_backend_buffer_free(buf);
 }
 
 TEST(ConvertIsa, SetClampsToTheMachine) {

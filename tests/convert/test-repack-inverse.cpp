@@ -113,7 +113,7 @@ TEST_P(RepackInverse, UnalignedRowRanges) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RepackInverse, ::testing::ValuesIn(repack_types()),
-                         [](const auto & info) { return type_label(info.param); });
+                         [](const auto & p) { return type_label(p.param); });
 
 // Every type the CPU repacks here is verified by the probe, and the probe agrees with what a fresh tensor gets.
 TEST(RepackProbe, AgreesWithTheCpuBackend) {

@@ -11,6 +11,12 @@ namespace xdna_test {
 
 ggml_backend_dev_t cpu_device() {
     static ggml_backend_dev_t dev = [] {
+        // the CPU backend logs every tensor it repacks; keep warnings and errors only
+        ggml_log_set([](ggml_log_level level, const char * text, void *) {
+            if (level >= GGML_LOG_LEVEL_WARN) {
+                fputs(text, stderr);
+            }
+        }, nullptr);
         if (ggml_backend_dev_t d = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)) {
             return d;
         }

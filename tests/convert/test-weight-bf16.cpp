@@ -3,6 +3,7 @@
 
 #include "test-util.h"
 
+#include <cmath>
 #include <thread>
 
 using namespace xdna_test;
@@ -31,7 +32,7 @@ constexpr int64_t PAD       = 40;  // destination columns past K, which must com
 const uint16_t    GUARD     = 0xBEEF;
 
 // Converts rows [r0, r1) of expert e and compares with the reference rows of the plain data.
-void check_range(const weight & w, ggml_type type, int64_t K, int64_t N, int64_t e, int64_t r0, int64_t r1,
+void check_range(const weight & w, int64_t K, int64_t N, int64_t e, int64_t r0, int64_t r1,
                  const std::vector<ggml_bf16_t> & ref) {
     SCOPED_TRACE(testing::Message() << "expert " << e << " rows [" << r0 << ", " << r1 << ")");
     const int64_t            ld = K + PAD;
@@ -64,11 +65,11 @@ void check_range(const weight & w, ggml_type type, int64_t K, int64_t N, int64_t
 void check_weight(const weight & w, ggml_type type, const shape & s) {
     const std::vector<ggml_bf16_t> ref = reference_bf16(type, w.plain.data(), s.K, s.N * s.E);
     for (int64_t e = 0; e < s.E; ++e) {
-        check_range(w, type, s.K, s.N, e, 0, s.N, ref);
-        check_range(w, type, s.K, s.N, e, 1, s.N - 2, ref);
-        check_range(w, type, s.K, s.N, e, s.N - 1, s.N, ref);
+        check_range(w, s.K, s.N, e, 0, s.N, ref);
+        check_range(w, s.K, s.N, e, 1, s.N - 2, ref);
+        check_range(w, s.K, s.N, e, s.N - 1, s.N, ref);
         if (s.N >= 16) {
-            check_range(w, type, s.K, s.N, e, 8, 16, ref);
+            check_range(w, s.K, s.N, e, 8, 16, ref);
         }
     }
 }
@@ -250,6 +251,36 @@ TEST(WeightBf16Special, RoundingAndSpecialValues) {
             ASSERT_TRUE(xdna_weight_to_bf16(w.t, 0, 0, 4, out.data(), 1024, nullptr));
             for (int i = 0; i < 4096; ++i) {
                 ASSERT_EQ(out[i].bits, ref[i].bits) << "element " << i;
+            }
+        }
+    }
+}
+
+// Element types allow any K: rows whose length is not a multiple of the vector width (the kernels' scalar tails).
+TEST(WeightBf16Special, OddRowLengths) {
+    for (ggml_type type : { GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16 }) {
+        for (int64_t K : { 1, 7, 100, 1007, 2061 }) {
+            const int64_t N = 5;
+            const auto &  plain = quantized_rows(type, K, N, 9);
+            const auto    ref   = reference_bf16(type, plain.data(), K, N);
+            const auto    ref_f = reference_f32(type, plain.data(), K, N);
+            for (xdna_convert_isa isa : available_isas()) {
+                SCOPED_TRACE(testing::Message() << type_label(type) << " K=" << K << " " << xdna_convert_isa_name(isa));
+                isa_scope scope(isa);
+                weight    w;
+                make_plain(w, type, K, N, 1, plain);
+                std::vector<ggml_bf16_t> out(N * K);
+                ASSERT_TRUE(xdna_weight_to_bf16(w.t, 0, 0, N, out.data(), K, nullptr));
+                ASSERT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(ggml_bf16_t)), 0);
+                std::vector<int8_t> q(N * K);
+                std::vector<float>  sc(N * xdna_w8_groups(K));
+                ASSERT_TRUE(xdna_weight_to_int8(w.t, 0, 0, N, q.data(), K, sc.data(), xdna_w8_groups(K), nullptr));
+                for (int64_t r = 0; r < N; ++r) {
+                    for (int64_t c = 0; c < K; ++c) {
+                        const float s = sc[r * xdna_w8_groups(K) + c / XDNA_W8_GROUP];
+                        ASSERT_LE(std::fabs(q[r * K + c] * s - ref_f[r * K + c]), 0.5001 * s) << r << "," << c;
+                    }
+                }
             }
         }
     }

@@ -23,7 +23,7 @@ struct int8_out {
     std::vector<float>  s;
 };
 
-int8_out convert(const weight & w, int64_t K, int64_t N, int64_t E, int64_t ld, int64_t ld_s) {
+int8_out convert(const weight & w, int64_t N, int64_t E, int64_t ld, int64_t ld_s) {
     int8_out o;
     o.q.assign(N * E * ld, 0x5A);
     o.s.assign(N * E * ld_s, -1.0f);
@@ -82,7 +82,7 @@ TEST_P(WeightInt8, WithinRoundingBoundOnEveryIsa) {
         for (xdna_convert_isa isa : available_isas()) {
             SCOPED_TRACE(xdna_convert_isa_name(isa));
             isa_scope scope(isa);
-            int8_out  o = convert(w, s.K, s.N, s.E, ld, ld_s);
+            int8_out  o = convert(w, s.N, s.E, ld, ld_s);
             check_bound(o, ref, s.K, s.N * s.E, ld, ld_s);
             if (HasFatalFailure()) {
                 return;
@@ -98,7 +98,7 @@ TEST_P(WeightInt8, WithinRoundingBoundOnEveryIsa) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, WeightInt8, ::testing::ValuesIn(convertible_types()),
-                         [](const auto & info) { return type_label(info.param); });
+                         [](const auto & p) { return type_label(p.param); });
 
 class RepackedInt8 : public ::testing::TestWithParam<ggml_type> {};
 
@@ -117,8 +117,8 @@ TEST_P(RepackedInt8, SameAsPlain) {
         const int64_t ld = s.K, ld_s = xdna_w8_groups(s.K);
         for (xdna_convert_isa isa : available_isas()) {
             isa_scope scope(isa);
-            int8_out  a = convert(rp, s.K, s.N, s.E, ld, ld_s);
-            int8_out  b = convert(pl, s.K, s.N, s.E, ld, ld_s);
+            int8_out  a = convert(rp, s.N, s.E, ld, ld_s);
+            int8_out  b = convert(pl, s.N, s.E, ld, ld_s);
             ASSERT_EQ(a.q, b.q) << xdna_convert_isa_name(isa);
             ASSERT_EQ(std::memcmp(a.s.data(), b.s.data(), a.s.size() * 4), 0) << xdna_convert_isa_name(isa);
         }
@@ -126,13 +126,13 @@ TEST_P(RepackedInt8, SameAsPlain) {
         std::vector<int8_t> q(5 * s.K);
         std::vector<float>  sc(5 * ld_s);
         ASSERT_TRUE(xdna_weight_to_int8(rp.t, s.E - 1, 3, 8, q.data(), s.K, sc.data(), ld_s, nullptr));
-        int8_out b = convert(pl, s.K, s.N, s.E, ld, ld_s);
+        int8_out b = convert(pl, s.N, s.E, ld, ld_s);
         ASSERT_EQ(std::memcmp(q.data(), b.q.data() + ((s.E - 1) * s.N + 3) * s.K, q.size()), 0);
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(RepackTypes, RepackedInt8, ::testing::ValuesIn(repack_types()),
-                         [](const auto & info) { return type_label(info.param); });
+                         [](const auto & p) { return type_label(p.param); });
 
 TEST(WeightInt8Special, ZeroGroupAndNonFinite) {
     const int64_t      K = 2048, N = 2;

@@ -13,7 +13,9 @@
 
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +31,12 @@ std::string g_types;  // comma-separated type names; empty: all
 bool        g_all_isas = false;
 
 void load_cpu_backend() {
+    // the CPU backend logs every tensor it repacks; keep warnings and errors only
+    ggml_log_set([](ggml_log_level level, const char * text, void *) {
+        if (level >= GGML_LOG_LEVEL_WARN) {
+            std::fputs(text, stderr);
+        }
+    }, nullptr);
     if (ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU) != nullptr) {
         return;
     }
@@ -42,18 +50,26 @@ void load_cpu_backend() {
     }
 }
 
-// Random block bytes that dequantize to finite values (the speed of the conversion does not depend on the values);
-// random floats for F32 / F16 / BF16.
+// Test weights: ggml's own quantization of normal random floats, as in a real model (the int8 speed depends on the
+// values: a block scale far from its neighbours' makes subnormal products). The grid types (IQ1_*, IQ2_*, IQ3_*), whose
+// quantizer takes minutes at this size, get random block bytes that dequantize to finite values instead.
 std::vector<uint8_t> make_data(ggml_type type, int64_t K, int64_t N) {
     std::mt19937_64      rng(42 + type);
     std::vector<uint8_t> out(ggml_row_size(type, K) * N);
-    if (!ggml_is_quantized(type)) {
+    const bool grid_type = type == GGML_TYPE_IQ1_S || type == GGML_TYPE_IQ1_M || type == GGML_TYPE_IQ2_XXS ||
+                           type == GGML_TYPE_IQ2_XS || type == GGML_TYPE_IQ2_S || type == GGML_TYPE_IQ3_XXS ||
+                           type == GGML_TYPE_IQ3_S;
+    if (!grid_type) {
         std::normal_distribution<float> nd(0.0f, 1.0f);
         std::vector<float>              f(K * N);
         for (auto & v : f) {
             v = nd(rng);
         }
-        ggml_quantize_chunk(type, f.data(), out.data(), 0, N, K, nullptr);
+        if (type == GGML_TYPE_F32) {
+            std::memcpy(out.data(), f.data(), out.size());
+        } else {
+            ggml_quantize_chunk(type, f.data(), out.data(), 0, N, K, nullptr);
+        }
         return out;
     }
     const size_t       bs = ggml_type_size(type);
@@ -187,6 +203,74 @@ void bench_act_conversion(benchmark::State & state, bool int8, xdna_convert_isa 
     xdna_convert_isa_set(xdna_convert_isa_best());
 }
 
+// Google Benchmark's console output, plus a summary table at the end: one line per type and layout (and ISA), the
+// GB/s of bf16 and of int8 output side by side.
+class table_reporter : public benchmark::ConsoleReporter {
+  public:
+    table_reporter() : ConsoleReporter(isatty(fileno(stdout)) ? OO_Defaults : OO_None) {}
+
+    void ReportRuns(const std::vector<Run> & runs) override {
+        ConsoleReporter::ReportRuns(runs);
+        for (const Run & r : runs) {
+            if (r.error_occurred || r.run_type != Run::RT_Iteration) {
+                continue;
+            }
+            std::string name = r.benchmark_name();
+            name             = name.substr(0, name.find("/min_time"));
+            auto it          = r.counters.find("GB/s");
+            if (it == r.counters.end()) {
+                continue;
+            }
+            // weight/<type>/<layout>/<fmt>/<isa> or act/<fmt>/<isa>: the row is everything but <fmt>
+            std::vector<std::string> parts;
+            for (size_t a = 0, b; a <= name.size(); a = b + 1) {
+                b = name.find('/', a);
+                if (b == std::string::npos) {
+                    b = name.size();
+                }
+                parts.push_back(name.substr(a, b - a));
+            }
+            const size_t fmt_at = parts.size() - 2;
+            std::string  row;
+            for (size_t i = 0; i < parts.size(); ++i) {
+                if (i != fmt_at) {
+                    row += (row.empty() ? "" : " ") + parts[i];
+                }
+            }
+            if (rows_.empty() || rows_.back().first != row) {
+                rows_.push_back({ row, { -1.0, -1.0 } });
+                for (auto & e : rows_) {  // the same row reported earlier (other format first)
+                    if (e.first == row && &e != &rows_.back()) {
+                        rows_.pop_back();
+                        break;
+                    }
+                }
+            }
+            for (auto & e : rows_) {
+                if (e.first == row) {
+                    e.second[parts[fmt_at] == "int8" ? 1 : 0] = it->second.value / 1e9;
+                }
+            }
+        }
+    }
+
+    void print_table() const {
+        std::printf("\n%-36s %12s %12s\n", "conversion (one thread)", "bf16 GB/s", "int8 GB/s");
+        for (const auto & e : rows_) {
+            std::printf("%-36s %12s %12s\n", e.first.c_str(), fmt(e.second[0]).c_str(), fmt(e.second[1]).c_str());
+        }
+    }
+
+  private:
+    static std::string fmt(double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), v < 0 ? "-" : "%.2f", v);
+        return buf;
+    }
+
+    std::vector<std::pair<std::string, std::array<double, 2>>> rows_;
+};
+
 bool type_selected(ggml_type t) {
     if (g_types.empty()) {
         return true;
@@ -259,7 +343,9 @@ int main(int argc, char ** argv) {
                 ->MinTime(0.2);
         }
     }
-    benchmark::RunSpecifiedBenchmarks();
+    table_reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    reporter.print_table();
     benchmark::Shutdown();
     return 0;
 }
