@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <unistd.h>
 #include <vector>
 
 namespace xdna {
@@ -119,7 +120,8 @@ void write_model(const generate_options & opt, const std::string & path) {
 
     // the final norm's gain: logits = W_out (g * rmsnorm(h)) have std-dev g * std(W_out) * sqrt(n_embd) across the
     // vocabulary for any hidden state, so g sets the spread that gives the target entropy (docs/models.md)
-    const double sigma = logit_sigma_for_entropy(s.n_vocab, opt.entropy, opt.seed);
+    // (a shape-only file holds no weights, so it needs no calibration)
+    const double sigma = opt.shape_only ? 0.0 : logit_sigma_for_entropy(s.n_vocab, opt.entropy, opt.seed);
     const float gain = float(sigma / (lm_head_std(s) * std::sqrt(double(s.n_embd))));
 
     layout_options lo;
@@ -159,6 +161,15 @@ void write_model(const generate_options & opt, const std::string & path) {
     }
     const size_t align = gguf_get_alignment(g.get());
     const size_t meta_size = gguf_get_meta_size(g.get());
+    if (opt.shape_only) {
+        const size_t n = plan.size();
+        const size_t end = meta_size + gguf_get_tensor_offset(g.get(), (int64_t) n - 1) +
+                           (gguf_get_tensor_size(g.get(), (int64_t) n - 1) + align - 1) / align * align;
+        if (fflush(f.get()) != 0 || ftruncate(fileno(f.get()), (off_t) end) != 0) {
+            throw std::runtime_error(path + ": cannot size the file: " + strerror(errno));
+        }
+        return;
+    }
     static const char zeros[64] = {0};
     for (size_t i = 0; i < plan.size(); ++i) {
         const size_t start = (size_t) ftell(f.get());
