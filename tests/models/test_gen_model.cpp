@@ -5,6 +5,7 @@
 #include "layout.h"
 #include "quantize.h"
 #include "specs.h"
+#include "tokenizer.h"
 #include "writer.h"
 
 #include "ggml-backend.h"
@@ -97,6 +98,9 @@ std::string write_tmp(const model_spec & s, int64_t layers, bool shape_only, con
     o.n_layer = layers;
     o.seed = seed;
     o.vocab_path = vocab_path(s);
+    if (!s.chat_template.empty()) {
+        o.template_path = std::string(XDNA_TEST_LLAMA_SRC) + "/models/templates/" + s.chat_template + ".jinja";
+    }
     o.shape_only = shape_only;
     const std::string path = tmp_path(tag);
     write_model(o, path);
@@ -266,4 +270,19 @@ TEST(Tokenizer, MatchesTheRealTokenizerAndRoundTrips) {
         }
         unlink(path.c_str());
     }
+}
+
+// Byte-level BPE token texts decode to the bytes they stand for; only complete UTF-8 counts as plain text.
+TEST(Tokenizer, ByteLevelDecodingAndUtf8) {
+    EXPECT_EQ(bpe_token_bytes("\xC4\xA0the"), " the");      // "Ġthe": Ġ (U+0120) is the space byte
+    EXPECT_EQ(bpe_token_bytes("\xC4\x8A"), "\n");           // "Ċ" (U+010A) is the newline byte
+    EXPECT_EQ(bpe_token_bytes("\xC3\xA9"), "\xE9");          // "é" (U+00E9) stands for the single byte 0xE9
+    EXPECT_EQ(bpe_token_bytes("\xE4\xB8\xAD"), "");          // a code point outside the byte alphabet
+    EXPECT_TRUE(is_valid_utf8("plain ascii"));
+    EXPECT_TRUE(is_valid_utf8("\xE4\xB8\xAD\xE6\x96\x87"));  // two CJK characters
+    EXPECT_FALSE(is_valid_utf8("\xE9"));                     // a lone lead byte
+    EXPECT_FALSE(is_valid_utf8("\xE4\xB8"));                 // a truncated sequence
+    EXPECT_FALSE(is_valid_utf8("\x80"));                     // a lone continuation byte
+    EXPECT_FALSE(is_valid_utf8("\xC0\xAF"));                 // an overlong form
+    EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));             // a surrogate
 }

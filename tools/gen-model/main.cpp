@@ -210,6 +210,9 @@ int run(int argc, char ** argv) {
     g.entropy = c.entropy;
     const std::string src = c.llama_src.empty() ? env_or("LLAMA_SRC", XDNA_LLAMA_SRC_DEFAULT) : c.llama_src;
     g.vocab_path = src + "/models/ggml-vocab-" + spec->vocab + ".gguf";
+    if (!spec->chat_template.empty()) {
+        g.template_path = src + "/models/templates/" + spec->chat_template + ".jinja";
+    }
     if (!file_exists(g.vocab_path)) {
         throw std::runtime_error(g.vocab_path + ": tokenizer not found (set --llama-src or LLAMA_SRC to the llama.cpp source tree)");
     }
