@@ -123,4 +123,23 @@ std::vector<tensor_plan> plan_tensors(const model_spec & s, const layout_options
     return p.out;
 }
 
+param_count count_params(const model_spec & spec, int64_t n_layer) {
+    layout_options lo;
+    lo.n_layer = n_layer;
+    lo.matrix_type = GGML_TYPE_F16;
+    lo.output_gain = 1.0f;
+    param_count c;
+    for (const auto & t : plan_tensors(spec, lo)) {
+        const int64_t n = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
+        c.total += n;
+        if (t.name == "token_embd.weight" || t.name == "output.weight") {
+            c.embedding += n;
+        }
+        // expert tensors (and their biases) are stacked along the last dimension: a token uses n_expert_used of them
+        const bool expert = t.name.find("_exps.") != std::string::npos;
+        c.active += expert ? n / spec.n_expert * spec.n_expert_used : n;
+    }
+    return c;
+}
+
 } // namespace xdna

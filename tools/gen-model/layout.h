@@ -35,6 +35,13 @@ struct layout_options {
 
 std::vector<tensor_plan> plan_tensors(const model_spec & spec, const layout_options & opt);
 
+struct param_count {
+    int64_t total = 0;      // every element of every tensor
+    int64_t embedding = 0;  // token_embd (and output when not tied)
+    int64_t active = 0;     // per token: total less the experts a token does not use
+};
+param_count count_params(const model_spec & spec, int64_t n_layer);
+
 // Std-dev of the lm head's entries (token_embd when tied, output otherwise): the calibration needs it.
 float lm_head_std(const model_spec & spec);
 

@@ -1,6 +1,7 @@
 // xdna-gen-model: writes a GGUF model with the exact shapes of a real one (or a tiny variant), seeded random
 // weights, a real tokenizer and peaked next-token distributions; any weight type through llama-quantize; cached.
 // Prints the model's path on stdout.
+#include "layout.h"
 #include "quantize.h"
 #include "specs.h"
 #include "writer.h"
@@ -157,8 +158,8 @@ cli parse(int argc, char ** argv) {
 }
 
 void list_models() {
-    printf("%-15s %-9s %-15s %7s %5s %6s %9s %6s %7s %s\n", "name", "arch", "imitates", "n_vocab", "n_embd", "layers",
-           "heads/kv", "hdim", "n_ff", "experts");
+    printf("%-15s %-9s %-15s %7s %5s %6s %9s %6s %7s %9s %9s %s\n", "name", "arch", "imitates", "n_vocab", "n_embd", "layers",
+           "heads/kv", "hdim", "n_ff", "params", "active", "experts");
     for (const auto & s : all_model_specs()) {
         char heads[32], experts[48] = "-";
         snprintf(heads, sizeof(heads), "%lld/%lld", (long long) s.n_head, (long long) s.n_head_kv);
@@ -166,9 +167,11 @@ void list_models() {
             snprintf(experts, sizeof(experts), "%lld x %lld, %lld used", (long long) s.n_expert, (long long) s.n_ff_exp,
                      (long long) s.n_expert_used);
         }
-        printf("%-15s %-9s %-15s %7lld %5lld %6lld %9s %6lld %7lld %s\n", s.name.c_str(), s.arch.c_str(),
+        const param_count pc = count_params(s, s.n_layer);
+        printf("%-15s %-9s %-15s %7lld %5lld %6lld %9s %6lld %7lld %8.3fB %8.3fB %s\n", s.name.c_str(), s.arch.c_str(),
                s.imitates.empty() ? "(tiny)" : s.imitates.c_str(), (long long) s.n_vocab, (long long) s.n_embd,
-               (long long) s.n_layer, heads, (long long) s.head_dim, (long long) s.n_ff, experts);
+               (long long) s.n_layer, heads, (long long) s.head_dim, (long long) s.n_ff, pc.total * 1e-9, pc.active * 1e-9,
+               experts);
     }
 }
 
@@ -207,6 +210,9 @@ int run(int argc, char ** argv) {
     g.entropy = c.entropy;
     const std::string src = c.llama_src.empty() ? env_or("LLAMA_SRC", XDNA_LLAMA_SRC_DEFAULT) : c.llama_src;
     g.vocab_path = src + "/models/ggml-vocab-" + spec->vocab + ".gguf";
+    if (!spec->chat_template.empty()) {
+        g.template_path = src + "/models/templates/" + spec->chat_template + ".jinja";
+    }
     if (!file_exists(g.vocab_path)) {
         throw std::runtime_error(g.vocab_path + ": tokenizer not found (set --llama-src or LLAMA_SRC to the llama.cpp source tree)");
     }

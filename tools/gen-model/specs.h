@@ -13,6 +13,7 @@ struct model_spec {
     std::string arch;          // general.architecture of the pinned llama.cpp: llama, qwen2, qwen3, qwen3moe, gpt-oss
     std::string vocab;         // tokenizer source: ggml-vocab-<vocab>.gguf in the llama.cpp source tree
     std::string imitates;      // the real model whose shapes these are ("" for tiny variants)
+    std::string chat_template; // models/templates/<name>.jinja of the llama.cpp source tree ("": the vocab file's)
     int64_t n_vocab    = 0;    // rows of token_embd (the tokenizer is padded or cut to this)
     int64_t n_embd     = 0;
     int64_t n_layer    = 0;

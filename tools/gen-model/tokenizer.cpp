@@ -164,7 +164,62 @@ std::unordered_map<int64_t, int64_t> cut(vocab_arrays & a, int64_t n_vocab, cons
 
 } // namespace
 
-void copy_tokenizer(gguf_context * dst, const std::string & vocab_path, int64_t n_vocab, bool add_bos) {
+std::string bpe_token_bytes(const std::string & text) {
+    // code point -> byte of the byte-level alphabet
+    static const std::vector<int> byte_of = [] {
+        std::vector<int> m(512, -1);
+        int extra = 0;
+        for (int b = 0; b < 256; ++b) {
+            const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+            m[printable ? b : 256 + extra++] = b;
+        }
+        return m;
+    }();
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+        // decode one UTF-8 code point of the token text
+        const unsigned char c = text[i];
+        int cp = -1, len = 1;
+        if (c < 0x80) {
+            cp = c;
+        } else if ((c & 0xE0) == 0xC0 && i + 1 < text.size()) {
+            cp = ((c & 0x1F) << 6) | (text[i + 1] & 0x3F);
+            len = 2;
+        }
+        if (cp < 0 || cp >= (int) byte_of.size() || byte_of[cp] < 0) {
+            return {};
+        }
+        out.push_back((char) byte_of[cp]);
+        i += len;
+    }
+    return out;
+}
+
+bool is_valid_utf8(const std::string & s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char c = s[i];
+        size_t n;
+        uint32_t cp;
+        if (c < 0x80) { ++i; continue; }
+        else if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+        else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+        else return false;
+        if (i + n >= s.size()) return false;   // truncated sequence
+        for (size_t k = 1; k <= n; ++k) {
+            const unsigned char d = s[i + k];
+            if ((d & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (d & 0x3F);
+        }
+        // no overlong forms, no surrogates, nothing past U+10FFFF
+        static const uint32_t min_cp[4] = {0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+std::vector<uint8_t> copy_tokenizer(gguf_context * dst, const std::string & vocab_path, int64_t n_vocab, bool add_bos) {
     gguf_init_params params = { /*no_alloc =*/ true, /*ctx =*/ nullptr };
     gguf_ptr src(gguf_init_from_file(vocab_path.c_str(), params));
     if (!src) {
@@ -244,6 +299,16 @@ void copy_tokenizer(gguf_context * dst, const std::string & vocab_path, int64_t 
         }
     }
     gguf_set_val_bool(dst, "tokenizer.ggml.add_bos_token", add_bos);
+
+    std::vector<uint8_t> plain(a.tokens.size(), 0);
+    for (size_t i = 0; i < a.tokens.size(); ++i) {
+        if (a.types[i] != TOKEN_NORMAL) {
+            continue;
+        }
+        const std::string bytes = model == "gpt2" ? bpe_token_bytes(a.tokens[i]) : a.tokens[i];
+        plain[i] = !bytes.empty() && is_valid_utf8(bytes);
+    }
+    return plain;
 }
 
 } // namespace xdna

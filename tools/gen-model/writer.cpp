@@ -12,8 +12,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <stdexcept>
+#include <unistd.h>
 #include <vector>
 
 namespace xdna {
@@ -60,7 +63,14 @@ void set_arch_keys(gguf_context * g, const model_spec & s, int64_t n_layer) {
     }
 }
 
-void fill_tensor(FILE * f, const tensor_plan & t, const model_spec & spec, uint64_t seed) {
+// Rows of the token embedding and the lm head for tokens that are not plain text (control and padding tokens,
+// pieces of multi-byte characters) get this fraction of the normal scale: their logits then never compete with the
+// top ones, as in a trained model, so generated text is valid UTF-8 and does not stop on a random end token.
+constexpr float non_text_row_scale = 0.25f;
+
+void fill_tensor(FILE * f, const tensor_plan & t, const model_spec & spec, uint64_t seed,
+                 const std::vector<uint8_t> & plain) {
+    const bool vocab_rows = t.name == "token_embd.weight" || t.name == "output.weight";
     const int64_t n = t.ne[0] * t.ne[1] * t.ne[2] * t.ne[3];
     rng r(seed, t.name);
     std::vector<float> rope;
@@ -81,7 +91,12 @@ void fill_tensor(FILE * f, const tensor_plan & t, const model_spec & spec, uint6
         buf.resize(m);
         for (int64_t i = 0; i < m; ++i) {
             switch (t.fill) {
-                case fill_kind::gaussian:    buf[i] = t.scale * r.gaussian(); break;
+                case fill_kind::gaussian:
+                    buf[i] = t.scale * r.gaussian();
+                    if (vocab_rows && !plain[r0 + i / row]) {
+                        buf[i] *= non_text_row_scale;
+                    }
+                    break;
                 case fill_kind::constant:    buf[i] = t.scale; break;
                 case fill_kind::signed_gain: buf[i] = t.scale * r.sign(); break;
                 case fill_kind::rope_llama3: buf[i] = rope[r0 * row + i]; break;
@@ -119,7 +134,19 @@ void write_model(const generate_options & opt, const std::string & path) {
 
     // the final norm's gain: logits = W_out (g * rmsnorm(h)) have std-dev g * std(W_out) * sqrt(n_embd) across the
     // vocabulary for any hidden state, so g sets the spread that gives the target entropy (docs/models.md)
-    const double sigma = logit_sigma_for_entropy(s.n_vocab, opt.entropy, opt.seed);
+    // (a shape-only file holds no weights, so it needs no calibration)
+    std::unique_ptr<gguf_context, gguf_deleter> g(gguf_init_empty());
+    set_arch_keys(g.get(), s, opt.n_layer);
+    // file_type: 0 all F32, 1 mostly F16, 32 mostly BF16 (llama_ftype)
+    gguf_set_val_u32(g.get(), "general.file_type", opt.matrix_type == GGML_TYPE_F32 ? 0 : opt.matrix_type == GGML_TYPE_F16 ? 1 : 32);
+    const std::vector<uint8_t> plain = copy_tokenizer(g.get(), opt.vocab_path, s.n_vocab, s.add_bos);
+    const int64_t n_plain = std::count(plain.begin(), plain.end(), 1);
+    if (n_plain < 256) {
+        throw std::runtime_error(opt.vocab_path + ": only " + std::to_string(n_plain) + " plain-text tokens");
+    }
+
+    // the competing logits are those of the plain-text tokens (the others are scaled far down)
+    const double sigma = opt.shape_only ? 0.0 : logit_sigma_for_entropy(n_plain, opt.entropy, opt.seed);
     const float gain = float(sigma / (lm_head_std(s) * std::sqrt(double(s.n_embd))));
 
     layout_options lo;
@@ -127,12 +154,14 @@ void write_model(const generate_options & opt, const std::string & path) {
     lo.matrix_type = opt.matrix_type;
     lo.output_gain = gain;
     const std::vector<tensor_plan> plan = plan_tensors(s, lo);
-
-    std::unique_ptr<gguf_context, gguf_deleter> g(gguf_init_empty());
-    set_arch_keys(g.get(), s, opt.n_layer);
-    // file_type: 0 all F32, 1 mostly F16, 32 mostly BF16 (llama_ftype)
-    gguf_set_val_u32(g.get(), "general.file_type", opt.matrix_type == GGML_TYPE_F32 ? 0 : opt.matrix_type == GGML_TYPE_F16 ? 1 : 32);
-    copy_tokenizer(g.get(), opt.vocab_path, s.n_vocab, s.add_bos);
+    if (!opt.template_path.empty()) {
+        std::ifstream in(opt.template_path, std::ios::binary);
+        if (in) {
+            std::stringstream ss;
+            ss << in.rdbuf();
+            gguf_set_val_str(g.get(), "tokenizer.chat_template", ss.str().c_str());
+        }
+    }
     // provenance, read back by tests and by the harness
     gguf_set_val_u32(g.get(), "xdna.generator.version", gen_model_version);
     gguf_set_val_str(g.get(), "xdna.generator.model", s.name.c_str());
@@ -140,6 +169,7 @@ void write_model(const generate_options & opt, const std::string & path) {
     gguf_set_val_u64(g.get(), "xdna.generator.seed", opt.seed);
     gguf_set_val_f32(g.get(), "xdna.generator.entropy", float(opt.entropy));
     gguf_set_val_f32(g.get(), "xdna.generator.logit_sigma", float(sigma));
+    gguf_set_val_u32(g.get(), "xdna.generator.text_tokens", (uint32_t) n_plain);
     gguf_set_val_u32(g.get(), "xdna.generator.full_layers", (uint32_t) s.n_layer);
 
     ggml_init_params ip = { ggml_tensor_overhead() * (plan.size() + 1), nullptr, /*no_alloc =*/ true };
@@ -159,13 +189,22 @@ void write_model(const generate_options & opt, const std::string & path) {
     }
     const size_t align = gguf_get_alignment(g.get());
     const size_t meta_size = gguf_get_meta_size(g.get());
+    if (opt.shape_only) {
+        const size_t n = plan.size();
+        const size_t end = meta_size + gguf_get_tensor_offset(g.get(), (int64_t) n - 1) +
+                           (gguf_get_tensor_size(g.get(), (int64_t) n - 1) + align - 1) / align * align;
+        if (fflush(f.get()) != 0 || ftruncate(fileno(f.get()), (off_t) end) != 0) {
+            throw std::runtime_error(path + ": cannot size the file: " + strerror(errno));
+        }
+        return;
+    }
     static const char zeros[64] = {0};
     for (size_t i = 0; i < plan.size(); ++i) {
         const size_t start = (size_t) ftell(f.get());
         if (start != meta_size + gguf_get_tensor_offset(g.get(), (int64_t) i)) {
             throw std::runtime_error(plan[i].name + ": data offset mismatch");
         }
-        fill_tensor(f.get(), plan[i], s, opt.seed);
+        fill_tensor(f.get(), plan[i], s, opt.seed, plain);
         const size_t written = (size_t) ftell(f.get()) - start;
         const size_t padded = (written + align - 1) / align * align;
         if (fwrite(zeros, 1, padded - written, f.get()) != padded - written) {
