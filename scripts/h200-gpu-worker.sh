@@ -5,6 +5,7 @@
 #   cpu        the CPU alone (stock llama.cpp, -ngl 0 -dev none)
 #   plugin     the plugin with its GPU worker on CUDA0 (-ngl 0; the NPU worker off: no NPU there)
 #   stock-ngl0 stock llama.cpp with CUDA and -ngl 0 (it offloads large batches, copying the weights every time)
+# (extra rows: the plugin with -nopo 1, with the default weight budget, with one CPU thread less)
 #   ngl99      the whole model on the GPU
 # and what the planner chose (its last split per shape and the per-worker summary).
 #
@@ -151,6 +152,9 @@ for mt in Q8_0 Q4_0; do
     [[ -f "$model" ]] || { res "- bench $mt: no model"; continue; }
     bench cpu        $mt "$model" "${stock_env[@]}" -- -ngl 0 -dev none
     bench plugin     $mt "$model" "${plugin_env[@]}" -- -ngl 0
+    # without llama.cpp's op offload, CUDA does not take the norms' multiplications (weights in host memory, large
+    # batch) between the plugin's multiplies: fewer copies in and out
+    bench plugin-nopo $mt "$model" "${plugin_env[@]}" -- -ngl 0 -nopo 1
     bench stock-ngl0 $mt "$model" "${stock_env[@]}" -- -ngl 0
     bench ngl99      $mt "$model" "${stock_env[@]}" -- -ngl 99
 done
@@ -202,7 +206,7 @@ for mt in Q8_0 Q4_0; do
     get() { awk -F, -v m="$mt" -v l="$1" '$1 == m && $2 == l { if ($4 != "") printf "%.0f ± %.0f", $3, $4; else print $3 }' "$bench_csv"; }
     res "| $bm $mt | $(get cpu) | $(get plugin) | $(get stock-ngl0) | $(get ngl99) |"
 done
-extra=$(grep -E ',plugin-(default-budget|t[0-9]+),' "$bench_csv" || true)
+extra=$(grep -E ',plugin-(nopo|default-budget|t[0-9]+),' "$bench_csv" || true)
 if [[ -n "$extra" ]]; then
     res ""
     res "Extra plugin rows: $(awk -F, '{ printf "%s %s: %.0f ± %.0f; ", $1, $2, $3, $4 }' <<<"$extra")"

@@ -77,7 +77,8 @@ int main(int argc, char ** argv) {
     xdna::cpu_worker cpu(env().cpu_dev, env().repack_buft);
     cpu.set_n_threads(threads);
     xdna::gpu_worker_options strided, scatter;
-    scatter.strided_out = false;
+    strided.out = xdna::gpu_worker_options::read_mode::strided;
+    scatter.out = xdna::gpu_worker_options::read_mode::scatter;
     bool ok = true;
     std::stringstream ss(shapes);
     for (std::string s; std::getline(ss, s, ',');) {

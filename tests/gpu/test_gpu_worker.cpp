@@ -95,6 +95,18 @@ TEST_P(gpu_rows, match_the_cpu_and_touch_no_other_row) {
     EXPECT_EQ(s.runs, 4);
     EXPECT_EQ(s.failures, 0);
     EXPECT_EQ(s.mapped_runs, prm.dev == dev_kind::cpu_mapped ? 4 : 0);
+    EXPECT_EQ(s.strided_reads + s.scatter_reads, prm.dev == dev_kind::cpu_mapped ? 0 : 4);
+
+    // both ways of reading result rows back, forced (a device without 2-D copies always scatters)
+    if (prm.dev == dev_kind::under_test) {
+        for (auto mode : { xdna::gpu_worker_options::read_mode::strided, xdna::gpu_worker_options::read_mode::scatter }) {
+            xdna::gpu_worker_options opts;
+            opts.out = mode;
+            gpu_worker wm(device_of(prm.dev), opts);
+            check_rows(wm, mm, ref, { 5, m - 3 }, false);
+            if (mode == xdna::gpu_worker_options::read_mode::scatter) EXPECT_EQ(wm.stats().scatter_reads, 1);
+        }
+    }
 }
 
 static std::vector<param> all_params() {

@@ -80,6 +80,52 @@ struct gpu_worker::impl {
         offset += ggml_backend_buft_get_alloc_size(buft, t);
     }
 
+    // result rows: trial runs alternate the two ways of reading them, then the faster one stays
+    bool   read_decided = false, read_strided = true;
+    int    read_trials = 0;
+    double read_s[2] = { 0, 0 }, read_bytes[2] = { 0, 0 };   // [0] scatter, [1] strided
+
+    bool pick_strided(gpu_worker_options::read_mode mode) const {
+        if (mode != gpu_worker_options::read_mode::automatic) return mode == gpu_worker_options::read_mode::strided;
+        return read_decided ? read_strided : read_trials % 2 == 0;
+    }
+
+    void learn_read(bool strided, double seconds, size_t bytes, const std::string & label) {
+        read_s[strided] += seconds;
+        read_bytes[strided] += (double) bytes;
+        if (++read_trials < 8) return;
+        const double gbs_scatter = read_bytes[0] / read_s[0] * 1e-9, gbs_strided = read_bytes[1] / read_s[1] * 1e-9;
+        read_strided = gbs_strided >= gbs_scatter;
+        read_decided = true;
+        XDNA_LOG_DEBUG("%s reads result rows %s (strided %.1f GB/s, contiguous and scattered %.1f GB/s)", label.c_str(),
+                       read_strided ? "strided" : "contiguously and scatters them", gbs_strided, gbs_scatter);
+    }
+
+    // Puts `out` ([rows, ne1, ne2, ne3] packed on the device) into rows `rows` of the host result, whose row of token
+    // t starts at node->data + t*nb1: with one 2-D copy, or one contiguous read (a single message on RPC, which would
+    // send one per row otherwise) and a scatter. Waits for the copies.
+    void read_rows(const ggml_tensor * node, ggml_tensor * out, row_range rows, bool strided) {
+        const size_t row_bytes = rows.size() * node->nb[0];
+        char * dst0 = (char *) node->data + rows.begin * node->nb[0];
+        if (strided) {
+            ggml_backend_tensor_get_2d_async(backend, out, dst0, 0, row_bytes, node->ne[1] * node->ne[2] * node->ne[3],
+                                             row_bytes, node->nb[1]);
+            ggml_backend_synchronize(backend);
+            return;
+        }
+        staging_out.resize(ggml_nbytes(out));
+        ggml_backend_tensor_get_async(backend, out, staging_out.data(), 0, ggml_nbytes(out));
+        ggml_backend_synchronize(backend);
+        const uint8_t * src = staging_out.data();
+        for (int64_t i3 = 0; i3 < node->ne[3]; ++i3) {
+            for (int64_t i2 = 0; i2 < node->ne[2]; ++i2) {
+                for (int64_t i1 = 0; i1 < node->ne[1]; ++i1, src += row_bytes) {
+                    memcpy(dst0 + i1 * node->nb[1] + i2 * node->nb[2] + i3 * node->nb[3], src, row_bytes);
+                }
+            }
+        }
+    }
+
     bool ensure_scratch(size_t need) {
         if (scratch && ggml_backend_buffer_get_size(scratch) >= need) return true;
         if (scratch) ggml_backend_buffer_free(scratch);
@@ -234,29 +280,19 @@ work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
         return fail("the device failed to compute");
     }
 
+    bool strided = false;
     if (!mapped) {
-        // out is [rows, ne1, ne2, ne3] packed; the result's rows of token t start at node->data + t*nb1 + begin*nb0
-        const size_t row_bytes = rows.size() * node->nb[0];
         const bool dense_23 = node->nb[2] == node->ne[1] * node->nb[1] && node->nb[3] == node->ne[2] * node->nb[2];
-        char * dst0 = (char *) node->data + rows.begin * node->nb[0];
-        if (opts.strided_out && p->backend->iface.get_tensor_2d_async && dense_23) {
-            // one strided copy straight into the result (CUDA: cudaMemcpy2DAsync)
-            ggml_backend_tensor_get_2d_async(p->backend, out, dst0, 0, row_bytes,
-                                             node->ne[1] * node->ne[2] * node->ne[3], row_bytes, node->nb[1]);
+        const bool can_2d = p->backend->iface.get_tensor_2d_async != nullptr && dense_23;
+        strided = can_2d && p->pick_strided(opts.out);
+        if (can_2d && opts.out == gpu_worker_options::read_mode::automatic && !p->read_decided) {
+            // on trial: the read alone is timed, so wait for the computation first
             ggml_backend_synchronize(p->backend);
+            const double r0 = now_seconds();
+            p->read_rows(node, out, rows, strided);
+            p->learn_read(strided, now_seconds() - r0, ggml_nbytes(out), label);
         } else {
-            // one contiguous read (a single message on RPC, which would send one per row otherwise), then scatter
-            p->staging_out.resize(ggml_nbytes(out));
-            ggml_backend_tensor_get_async(p->backend, out, p->staging_out.data(), 0, ggml_nbytes(out));
-            ggml_backend_synchronize(p->backend);
-            const uint8_t * src = p->staging_out.data();
-            for (int64_t i3 = 0; i3 < node->ne[3]; ++i3) {
-                for (int64_t i2 = 0; i2 < node->ne[2]; ++i2) {
-                    for (int64_t i1 = 0; i1 < node->ne[1]; ++i1, src += row_bytes) {
-                        memcpy(dst0 + i1 * node->nb[1] + i2 * node->nb[2] + i3 * node->nb[3], src, row_bytes);
-                    }
-                }
-            }
+            p->read_rows(node, out, rows, strided);
         }
     } else {
         ggml_backend_synchronize(p->backend);
@@ -267,6 +303,8 @@ work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
         std::lock_guard<std::mutex> lock(p->stats_mtx);
         p->st.runs++;
         p->st.mapped_runs += mapped ? 1 : 0;
+        p->st.strided_reads += !mapped && strided ? 1 : 0;
+        p->st.scatter_reads += !mapped && !strided ? 1 : 0;
         p->st.weight_uploads = p->cache->uploads();
         p->st.resident_bytes = p->cache->used();
         p->st.resident_weights = p->cache->size();

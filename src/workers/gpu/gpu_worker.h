@@ -23,8 +23,11 @@ namespace xdna {
 struct gpu_worker_options {
     size_t cache_bytes = size_t(2048) << 20;   // GGML_XDNA_GPU_CACHE_MB
     bool   map_host    = true;                 // map activations and results where the device can (false: always copy)
-    bool   strided_out = true;                 // result rows straight into their strided place where the backend
-                                               // has 2-D copies (false: one contiguous read, then a host scatter)
+    // How result rows come back where they are copied: straight into their strided place (backends with 2-D copies:
+    // CUDA, Vulkan), or one contiguous read and a scatter on the host. `automatic` times both on the first runs and
+    // keeps the faster (a 2-D copy into pageable memory is not always the fast one).
+    enum class read_mode { automatic, strided, scatter };
+    read_mode out = read_mode::automatic;
 };
 
 // What the worker has done, for logs and tests.
@@ -32,6 +35,8 @@ struct gpu_worker_stats {
     int64_t runs = 0, failures = 0;
     int64_t weight_uploads = 0;       // weights copied to the device (first time or after eviction)
     int64_t mapped_runs = 0;          // runs that mapped activations and results instead of copying them
+    int64_t strided_reads = 0;        // result rows read with one 2-D copy
+    int64_t scatter_reads = 0;        // result rows read contiguously and scattered on the host
     size_t  resident_bytes = 0;       // device memory held by resident weights now
     size_t  resident_weights = 0;
     double  upload_seconds = 0.0;     // weights
