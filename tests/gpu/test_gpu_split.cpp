@@ -3,7 +3,7 @@
 #include "gpu_fixture.h"
 #include "backend/compute.h"
 #include "config/config.h"
-#include "workers/gpu/gpu_rules.h"
+#include "planner/planner.h"
 #include "workers/gpu/gpu_worker.h"
 
 #include <gtest/gtest.h>
@@ -71,22 +71,6 @@ TEST(gpu_device_choice, an_rpc_endpoint_gives_a_private_gpu_device) {
     }
 }
 
-TEST(gpu_rules, flops_of_a_multiply) {
-    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * mm = ggml_mul_mat(ctx, ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 3072, 8192),
-                                    ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3072, 512));
-    EXPECT_DOUBLE_EQ(multiply_gflop(mm), 2.0 * 3072 * 8192 * 512 * 1e-9);   // 25.8 GFLOP
-    ggml_tensor * id = ggml_mul_mat_id(ctx, ggml_new_tensor_3d(ctx, GGML_TYPE_Q8_0, 2048, 768, 128),
-                                       ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 2048, 8, 64),
-                                       ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 8, 64));
-    EXPECT_DOUBLE_EQ(multiply_gflop(id), 2.0 * 2048 * 768 * 8 * 64 * 1e-9);   // 8 experts used per token
-    EXPECT_TRUE(npu_joins_next_to_gpu(mm, true, 4.0));
-    EXPECT_FALSE(npu_joins_next_to_gpu(mm, true, 26.0));
-    EXPECT_TRUE(npu_joins_next_to_gpu(mm, false, 26.0)) << "without the GPU taking part, the NPU is not held back";
-    EXPECT_TRUE(npu_joins_next_to_gpu(id, true, 0.0));
-    ggml_free(ctx);
-}
 
 namespace {
 
@@ -151,7 +135,7 @@ TEST(gpu_split, a_small_multiply_goes_to_gpu_and_cpu_only) {
 TEST(gpu_split, a_large_multiply_goes_to_all_three) {
     if (!env().cpu_dev) FAIL();
     multiply mm({ GGML_TYPE_Q8_0, 4096, 4096, 128 });   // 4.29 GFLOP
-    ASSERT_GE(multiply_gflop(mm.node), 4.0);
+    ASSERT_GE(shape_key_of(mm.node, false).flops(), 4e9);
     // the CPU device stands in for the GPU here: a 17 MiB weight over RPC would only make the test slow
     const split_run s = run_split(mm, env().cpu_dev);
     EXPECT_EQ(s.npu, 2048);
