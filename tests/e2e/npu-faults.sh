@@ -31,16 +31,16 @@ echo "no faults: PPL $ref"
 check "clean run computed on the NPU" grep -q "ggml-xdna: route" <<<"$(perplexity GGML_XDNA_DEBUG=1)"
 
 for fault in error timeout nan; do
-    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=3 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=300)
+    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=16 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=300)
     p=$(final "$out")
-    echo "fault '$fault' on runs 4-5: PPL ${p:-none}"
+    echo "fault '$fault' on runs 17-18 (the self-test at start takes 10): PPL ${p:-none}"
     check "$fault: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
     check "$fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
 done
 
-out=$(perplexity XDNA_EMU_FAULT=error XDNA_EMU_FAULT_AFTER=2 XDNA_EMU_FAULT_COUNT=0)
+out=$(perplexity XDNA_EMU_FAULT=error XDNA_EMU_FAULT_AFTER=14 XDNA_EMU_FAULT_COUNT=0)
 p=$(final "$out")
-echo "every run failing from the 3rd on: PPL ${p:-none}"
+echo "every run failing from the 15th on: PPL ${p:-none}"
 check "repeated faults switch the NPU off" grep -q "NPU switched off for this process" <<<"$out"
 check "switched off once" test "$(grep -c 'NPU switched off' <<<"$out")" -eq 1
 check "result still right after switching off" close_to "${p:-0}" "$ref" 0.01
@@ -55,6 +55,24 @@ out=$(perplexity XDNA_EMU_OTHER_CONTEXTS=6)
 p=$(final "$out")
 echo "all hardware contexts held by other processes: PPL ${p:-none}"
 check "no hardware context: result still right" close_to "${p:-0}" "$ref" 0.01
+
+# bad kernel files: one clear line, the NPU stays off, the CPU carries on with the right result
+kernels=$(cd "$(dirname "$plugin")/../kernels" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo '{ "format": "ggml-xdna-kernels", "version": 1, "designs": [ ' >"$tmp/corrupt.json"
+cp -r "$kernels" "$tmp/truncated" && f=$(ls "$tmp"/truncated/*.xclbin | head -1) && head -c 16 "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+cp -r "$kernels" "$tmp/shape" && sed -i '0,/"tokens": 64/s//"tokens": 96/' "$tmp/shape/manifest.json"
+for bad in "missing:$tmp/nonexistent/manifest.json" "corrupt:$tmp/corrupt.json" "truncated:$tmp/truncated/manifest.json" \
+           "shape:$tmp/shape/manifest.json"; do
+    name=${bad%%:*} path=${bad#*:}
+    out=$(perplexity GGML_XDNA_NPU_KERNELS="$path")
+    p=$(final "$out")
+    why=$(grep -E "ggml-xdna: NPU (unavailable|self-test failed)" <<<"$out" | head -1)
+    echo "kernel set '$name': PPL ${p:-none}; ${why:-no line about the NPU}"
+    check "$name kernel set: one clear line" test "$(grep -cE 'ggml-xdna: NPU (unavailable|self-test failed)' <<<"$out")" -eq 1
+    check "$name kernel set: result still right" close_to "${p:-0}" "$ref" 0.01
+done
 
 echo "$passed passed, $failed failed"
 (( failed == 0 ))

@@ -104,8 +104,62 @@ int64_t npu_worker::row_align(const ggml_tensor *) const {
     return 256;   // the planner gives the NPU whole 256-row steps
 }
 
+// Every block the worker may use, once, whole: small integers (exact in bf16 and int8) against their exact product.
+// A kernel whose instruction stream computes another shape or type than its manifest says fails here.
+static bool test_every_block(npu_runtime & rt, npu_dtype b_type, std::string * why) {
+    for (const npu_design & d : rt.manifest().designs()) {
+        if (d.b != b_type) continue;
+        for (int idx : d.kernels) {
+            const npu_kernel & k = rt.manifest().kernels()[idx];
+            npu_buffer a = rt.alloc(k, npu_arg::a), b = rt.alloc(k, npu_arg::b), c = rt.alloc(k, npu_arg::c);
+            auto val = [](int64_t i, int64_t salt) { return int((i * 7919 + salt * 104729) % 15) - 7; };
+            for (int64_t i = 0; i < int64_t(k.tokens) * k.k; ++i) {
+                if (k.a == npu_dtype::i8) a.as<int8_t>()[i] = (int8_t) val(i, 1);
+                else a.as<uint16_t>()[i] = npu_f32_to_bf16((float) val(i, 1));
+            }
+            for (int64_t i = 0; i < int64_t(k.rows) * k.k; ++i) {
+                if (k.b == npu_dtype::i8) b.as<int8_t>()[i] = (int8_t) val(i, 2);
+                else b.as<uint16_t>()[i] = npu_f32_to_bf16((float) val(i, 2));
+            }
+            memset(c.data(), 0xff, c.size());
+            c.sync_to_device();
+            a.sync_to_device();
+            b.sync_to_device();
+            npu_run run = rt.launch(k, a, b, c);
+            rt.wait(run);
+            c.sync_from_device();
+            for (int64_t t = 0; t < k.tokens; ++t) {
+                for (int64_t r = 0; r < k.rows; ++r) {
+                    // the block's edges and a diagonal sample: a wrong shape or type shows there, at little cost
+                    const bool edge = t == 0 || t == k.tokens - 1 || r == 0 || r == k.rows - 1;
+                    if (!edge && (t + r) % 61 != 0) continue;
+                    int64_t ref = 0;
+                    for (int64_t i = 0; i < k.k; ++i) ref += int64_t(val(t * k.k + i, 1)) * val(r * k.k + i, 2);
+                    const double got = k.c == npu_dtype::i32 ? double(c.as<int32_t>()[t * k.rows + r])
+                                                             : double(c.as<float>()[t * k.rows + r]);
+                    if (got != double(ref)) {
+                        if (why) {
+                            *why = "kernel '" + k.name + "' computes a wrong result at token " + std::to_string(t) +
+                                   ", row " + std::to_string(r) + " (" + std::to_string(got) + " instead of " +
+                                   std::to_string(ref) + "): its shape or types differ from the manifest's";
+                        }
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    return true;
+}
+
 bool npu_worker::self_test(std::string * why) {
     if (!rt->results_valid()) return true;   // the emulator's null mode computes nothing by design
+    try {
+        if (!test_every_block(*rt, w8 ? npu_dtype::i8 : npu_dtype::bf16, why)) return false;
+    } catch (const std::exception & e) {
+        if (why) *why = e.what();
+        return false;
+    }
     const int64_t k = 1024 + 256, rows = 256 + 8, tokens = 40;   // two K blocks and padded edges
     ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
     ggml_context * ctx = ggml_init(p);
