@@ -136,6 +136,12 @@ class Harness(unittest.TestCase):
                 self.assertIn(msg, p.stderr)
                 self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
 
+    def test_nice(self):
+        p = self.run_bench("--model", self.model_a, "--passes", "1", "-r", "1", "--nice", "3")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(all(c["nice"] == os.nice(0) + 3 for c in self.calls_made()))
+        self.assertIn("`nice -n 3 llama-bench -p 512", self.report_text())
+
     def test_redraw(self):
         p = self.run_bench("--model", self.model_a, "--passes", "1", "-r", "1")
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -49,7 +49,7 @@ def log_call(tool, args):
     if path:
         env = {k: v for k, v in os.environ.items() if k.startswith(("GGML_XDNA_", "XDNA_EMU_", "GGML_BACKEND"))}
         with open(path, "a") as f:
-            f.write(json.dumps({"tool": tool, "args": args, "env": env}) + "\n")
+            f.write(json.dumps({"tool": tool, "args": args, "env": env, "nice": os.nice(0)}) + "\n")
 
 
 def count_calls():

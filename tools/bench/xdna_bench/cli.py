@@ -80,6 +80,9 @@ def make_parser():
     p.add_argument("--requests", type=positive, default=3, help="--server: measured requests (default 3)")
     p.add_argument("--ctx-size", type=positive, default=8192, help="--server: llama-server -c (default 8192)")
     p.add_argument("--server-args", default="", metavar="ARGS", help="--server: more llama-server arguments")
+    p.add_argument("--nice", type=int, default=None, metavar="N",
+                   help="run llama-bench / llama-server under nice -n N (a negative N, which needs the privilege, "
+                        "keeps other work on a shared machine from adding noise)")
     p.add_argument("--timeout", type=positive, default=1800, help="seconds one run may take (default 1800)")
     p.add_argument("--out", metavar="DIR", help="output folder (default bench-results/<date-time>)")
     p.add_argument("--title", help="title of the table and chart")
@@ -148,6 +151,14 @@ def main(argv=None):
     if baseline not in names:
         return fail(f"--baseline {baseline} is not one of the configurations ({', '.join(names)})")
     tool = "llama-server" if opts.server else "llama-bench"
+    if opts.nice is not None and opts.nice < 0:
+        # a raised priority needs the privilege: say so now rather than after the first run fails
+        try:
+            before = os.nice(0)
+            os.nice(-1)
+            os.setpriority(os.PRIO_PROCESS, 0, before)
+        except PermissionError:
+            return fail(f"--nice {opts.nice}: raising the priority needs root or CAP_SYS_NICE")
     if not os.access(os.path.join(opts.llama_bin, tool), os.X_OK):
         return fail(f"{tool} not found in '{opts.llama_bin}' (pass --llama-bin or set LLAMA_BIN)")
     if any(c.loads_plugin() for c in configs) and not os.path.isfile(opts.plugin):
@@ -179,11 +190,11 @@ def main(argv=None):
 
     out_dir = opts.out or os.path.join("bench-results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     if opts.server:
-        measurement = (f"llama-server -ngl 0 -t {opts.threads} -c {opts.ctx_size} -np 1: a fresh server per "
+        measurement = ("" if opts.nice is None else f"nice -n {opts.nice} ") + (f"llama-server -ngl 0 -t {opts.threads} -c {opts.ctx_size} -np 1: a fresh server per "
                        f"configuration, one warm-up request, then {opts.requests} measured requests of the same "
                        f"{opts.prompt_tokens}-token prompt (prompt tokens/s from the server's timings)")
     else:
-        measurement = " ".join(["llama-bench", "-p", str(opts.prompt), "-n", "0", "-r", str(opts.reps), "-t",
+        measurement = " ".join((["nice", "-n", str(opts.nice)] if opts.nice is not None else []) + ["llama-bench", "-p", str(opts.prompt), "-n", "0", "-r", str(opts.reps), "-t",
                                 str(opts.threads), "-ngl", "0", *opts.bench_args])
     base_env = dict(os.environ)
     dropped = ignored_vars(base_env)

@@ -43,6 +43,12 @@ def _expect_plugin(env):
     return bool(env.get("GGML_BACKEND_PATH")) and not is_true(env.get("GGML_XDNA_DISABLE", "0"))
 
 
+def niced(opts, cmd):
+    """The command under nice -n N when --nice was given."""
+    nice = getattr(opts, "nice", None)
+    return cmd if nice is None else ["nice", "-n", str(nice), *cmd]
+
+
 def _files(paths, model, config, pass_no):
     os.makedirs(os.path.join(paths.out_dir, "logs"), exist_ok=True)
     base = os.path.join(paths.out_dir, "logs", f"{_slug(model.label)}.{_slug(config.name)}.pass{pass_no}")
@@ -56,7 +62,8 @@ def bench_one(opts, paths, model, config, pass_no, base_env, common_env):
     """One llama-bench run of one configuration. Returns (samples tokens/s, worker report, info)."""
     log, report = _files(paths, model, config, pass_no)
     env = run_env(base_env, config, paths.plugin, common_env, report)
-    cmd = llama_bench.command(paths.llama_bin, model.path, opts.prompt, opts.reps, opts.threads, opts.bench_args)
+    cmd = niced(opts, llama_bench.command(paths.llama_bin, model.path, opts.prompt, opts.reps, opts.threads,
+                                          opts.bench_args))
     with open(log, "w", encoding="utf-8") as err:
         err.write("# " + " ".join(cmd) + "\n")
         err.flush()
@@ -89,8 +96,8 @@ def server_one(opts, paths, model, config, pass_no, base_env, common_env, prompt
         raise RunError(f"{model.label} / {config.name}: the plugin did not load in llama-server (its devices: "
                        f"{devices or 'none'})")
     port = server.free_port()
-    srv = server.Server(server.command(paths.llama_bin, model.path, opts.threads, opts.ctx_size, port,
-                                       opts.server_args), env, log, port)
+    srv = server.Server(niced(opts, server.command(paths.llama_bin, model.path, opts.threads, opts.ctx_size, port,
+                                                   opts.server_args)), env, log, port)
     try:
         srv.start(timeout=opts.timeout)
         tokens = server.fit_tokens(srv.tokenize(prompt_text), opts.prompt_tokens)
