@@ -54,6 +54,7 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
 
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
+    xdna_state().prompt_arrived();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
         if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
@@ -158,7 +159,8 @@ static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t d
     }
     auto * ctx   = new ggml_backend_xdna_context;
     ctx->cpu     = std::make_unique<cpu_worker>(cpu_dev, st.repack_buft());
-    ctx->engine  = std::make_unique<compute_engine>(st.planner, *ctx->cpu, st.device_workers);
+    ctx->engine  = std::make_unique<compute_engine>(st.planner, st.decode_planner, st.cfg.min_batch, *ctx->cpu,
+                                                    st.device_workers);
     return new ggml_backend{ ggml_backend_xdna_guid(), ggml_backend_xdna_i, dev, ctx };
 }
 
@@ -175,6 +177,7 @@ static bool ggml_backend_xdna_device_supports_op(ggml_backend_dev_t, const struc
     const char * why = nullptr;
     const bool ok = claim(op, st.claim_ctx(), &why);
     st.log_decision_once(op, ok, why);
+    if (ok) st.offer_weight(op);
     return ok;
 }
 

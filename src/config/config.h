@@ -36,6 +36,7 @@ struct config {
     int    npu_contexts   = 6;       // GGML_XDNA_NPU_CONTEXTS: hardware-context budget
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
     bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker
+    int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
 
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice

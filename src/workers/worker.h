@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace xdna {
 
@@ -27,6 +28,9 @@ struct work_result {
     bool        ok      = true;
     double      seconds = 0.0;   // wall time of the worker's own part
     std::string error;           // why it failed (ok == false); the caller recomputes the rows on the CPU
+    // MUL_MAT_ID: experts whose rows this worker left (too few routed tokens to be worth it); the caller computes
+    // the same rows of these experts on the CPU
+    std::vector<int32_t> experts_left;
 };
 
 class worker {
