@@ -3,8 +3,8 @@
 #   xdna-microbench  the per-multiply routing overhead (claim policy, compute engine, scheduler hand-offs) and the
 #                    split planner's decision time (tools/microbench)
 #   bench-convert    the NPU weight and activation conversion throughput per weight type (tools/bench-convert)
-# and lists what cannot be measured yet. Google Benchmark prints each table; with --out DIR each program's results
-# are also written as JSON into DIR.
+#   xdna-bench-npu-feed  the NPU worker's host feed rate, the software XDNA1 in null mode (tools/bench-npu-feed)
+# Google Benchmark prints the first two tables; with --out DIR their results are also written as JSON into DIR.
 #
 #   scripts/microbench.sh                  # everything, Google Benchmark's default run times
 #   scripts/microbench.sh --quick          # shorter runs (CI, a busy machine)
@@ -57,5 +57,10 @@ else
 fi
 
 echo
-echo "== not measured yet"
-echo "   npu/host_feed_rate: the NPU worker's host feed rate (emulator null mode) needs the NPU worker"
+echo "== the NPU worker's host feed rate, the software XDNA1 in null mode (xdna-bench-npu-feed)"
+if [[ -x "$bin/xdna-bench-npu-feed" ]]; then
+    # tokens per multiply, repetitions; --quick measures fewer repetitions
+    if (( quick )); then "$bin/xdna-bench-npu-feed" 512 2; else "$bin/xdna-bench-npu-feed" 512 5; fi
+else
+    echo "xdna-bench-npu-feed was not built (tools/bench-npu-feed)"
+fi

@@ -3,7 +3,8 @@
 //   mul_mat/...  one small multiply on the CPU backend and through the XDNA backend's compute engine
 //   sched/...    the same multiply between two CPU nodes through ggml's scheduler, CPU alone vs XDNA + CPU
 //   planner/...  the split planner's decision and report (bench_planner.cpp)
-//   npu/...      pending: needs the NPU worker (bench_pending.cpp)
+// The conversion throughput per weight type is bench-convert's (tools/bench-convert), the NPU worker's host feed rate
+// xdna-bench-npu-feed's (tools/bench-npu-feed); scripts/microbench.sh runs all three.
 // Options besides Google Benchmark's own (--benchmark_filter=..., --benchmark_format=json, ...):
 //   --threads=N     CPU threads of both backends (default 1)
 //   --plugin=PATH   libggml-xdna.so (default: the one next to this program)
