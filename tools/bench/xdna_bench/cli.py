@@ -98,8 +98,8 @@ def make_parser():
 
 def default_title(opts):
     if opts.server:
-        return f"Prompt processing, llama-server, {opts.prompt_tokens}-token prompt"
-    return f"Prompt processing, llama-bench -p {opts.prompt}"
+        return f"Prompt processing, llama-server, {opts.prompt_tokens}-token prompt, -t {opts.threads}"
+    return f"Prompt processing, llama-bench -p {opts.prompt} -t {opts.threads}"
 
 
 def write_outputs(res, out_dir, title):

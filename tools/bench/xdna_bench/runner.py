@@ -122,7 +122,8 @@ def server_devices(paths, env, log):
         raise RunError(f"llama-server --list-devices did not finish; see {log}") from None
     lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines()]
     after = lines[lines.index("Available devices:") + 1:] if "Available devices:" in lines else []
-    return "; ".join(ln for ln in after if ln)
+    # device lines read "NAME: description (memory)"; anything else there is some library's log
+    return "; ".join(ln for ln in after if re.match(r"^[A-Za-z0-9_.-]+: ", ln))
 
 
 def run(opts, paths, results, models, configs, base_env, common_env, progress, prompt_text=None):
