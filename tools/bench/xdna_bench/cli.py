@@ -24,7 +24,7 @@ XDNA_EMU_* variables (the emulated NPU) are passed to every run.
 models: --model FILE, --gen NAME:TYPE[:LAYERS] (xdna-gen-model --list), --set {sets}
   (default: --gen qwen3-0.6b:Q4_0).
 
-output, in --out (default bench-results/<date-time>): results.md (the table), chart.png, results.json (every sample),
+output, in --out (default build/bench-results/<date-time>): results.md (the table), chart.png, results.json (every sample),
 logs/ (each run's log and the plugin's report of what each worker did).
 """
 
@@ -84,7 +84,7 @@ def make_parser():
                    help="run llama-bench / llama-server under nice -n N (a negative N, which needs the privilege, "
                         "keeps other work on a shared machine from adding noise)")
     p.add_argument("--timeout", type=positive, default=1800, help="seconds one run may take (default 1800)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default bench-results/<date-time>)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default build/bench-results/<date-time>, in the build folder)")
     p.add_argument("--title", help="title of the table and chart")
     p.add_argument("--label", default="", help="a line shown in bold above the table, e.g. what the NPU is")
     p.add_argument("--redraw", metavar="RESULTS_JSON", help="only redraw the table and chart of an earlier run")
@@ -188,7 +188,8 @@ def main(argv=None):
     except models.ModelError as e:
         return fail(str(e))
 
-    out_dir = opts.out or os.path.join("bench-results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    # by default in the build folder, which version control ignores
+    out_dir = opts.out or os.path.join(build, "bench-results", datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
     if opts.server:
         measurement = ("" if opts.nice is None else f"nice -n {opts.nice} ") + (f"llama-server -ngl 0 -t {opts.threads} -c {opts.ctx_size} -np 1: a fresh server per "
                        f"configuration, one warm-up request, then {opts.requests} measured requests of the same "
