@@ -54,7 +54,7 @@ if [[ -z "$threads" ]]; then
 fi
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || die "--threads: '$threads' is not a thread count"
 report=${report:-xdna-validation-$(date +%Y%m%d-%H%M%S).md}
-work=$(mktemp -d "${TMPDIR:-/tmp}/xdna-validation.XXXXXX")
+work=$(mktemp -d -t xdna-validation.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 # ---- the report: a summary table of steps, then one section per step -------------------------------------------------
