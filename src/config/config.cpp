@@ -27,7 +27,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only)" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
-    { "GGML_XDNA_GPU",            "",      "GPU worker device by name, or none; empty: the first integrated GPU, else the first GPU" },
+    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU, else the first GPU" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
     { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
     { nullptr, nullptr, nullptr },
