@@ -38,7 +38,8 @@ perplexity() {
     printf '%s\n' "$out"
 }
 stock=$(perplexity GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin")
-with_gpu=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" GGML_BACKEND_PATH="$plugin")
+# the NPU worker off: this compares the GPU worker alone (next to the CPU) with the stock CPU
+with_gpu=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" GGML_BACKEND_PATH="$plugin")
 summary=$(grep -E '^ggml-xdna: [0-9]+ multiplies' "$report" | tail -1 || true)
 
 ppl() { grep -oE '\[[0-9]+\][0-9.]+|Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$'; }
