@@ -218,7 +218,7 @@ for mt in Q8_0 Q4_0; do
     res "$mt: $(grep -h 'multiplies' "$res_dir/logs/report-$mt.txt" 2>/dev/null | tail -1)"
     res '```'
     # the last decision per shape
-    grep -E '^ggml-xdna: split ' "$res_dir/logs/planner-$mt.log" 2>/dev/null |
+    grep -oE 'ggml-xdna: split .*' "$res_dir/logs/planner-$mt.log" 2>/dev/null |
         sed -E 's/^ggml-xdna: split //' | awk -F': ' '{ last[$1] = $2 } END { for (k in last) print k ": " last[k] }' |
         sort >>"$results"
     grep -E 'GPU worker on' "$res_dir/logs/planner-$mt.log" | head -1 >>"$results"

@@ -69,7 +69,7 @@ paste <(ppl "$stock") <(ppl "$with_gpu") | awk -v tol="$tol" '
 gpu_rows=$(grep -oE 'gpu: [0-9]+ rows' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
 cpu_rows=$(grep -oE 'cpu: [0-9]+ rows' <<<"$summary" | grep -oE '[0-9]+' || echo 0)
 # the debug log has each split the planner made: which workers, how many rows
-splits=$(grep -E '^ggml-xdna: split ' <<<"$with_gpu" || true)
+splits=$(grep -oE 'ggml-xdna: split .*' <<<"$with_gpu" || true)
 echo "planner: $(wc -l <<<"$splits") split decisions, e.g. $(head -1 <<<"$splits" | sed 's/^ggml-xdna: //')"
 grep -q 'runs failed' <<<"$summary" && { echo "worker runs failed (their rows were redone on the CPU)"; exit 1; }
 if [[ $expect == gpu ]]; then
