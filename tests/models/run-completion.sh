@@ -16,8 +16,8 @@ with_plugin GGML_XDNA_DEBUG=1 "$llama_bin/llama-completion" "${args[@]}" > "$wor
     { tail -n 20 "$work/plugin.log" >&2; fail "llama-completion (plugin) failed"; }
 
 grep -q "ggml-xdna: route .*claimed" "$work/plugin.log" ||
-    { grep "ggml-xdna" "$work/plugin.log" >&2; tail -n 20 "$work/plugin.log" >&2; fail "the plugin claimed no matrix multiply"; }
-! grep -q "ggml-xdna" "$work/stock.log" || fail "the stock run loaded the plugin"
+    { grep "ggml-xdna: " "$work/plugin.log" >&2; tail -n 20 "$work/plugin.log" >&2; fail "the plugin claimed no matrix multiply"; }
+! grep -q "ggml-xdna: " "$work/stock.log" || fail "the stock run loaded the plugin"
 # llama-completion prints through an asynchronous log thread that, on a loaded machine, sometimes exits before
 # writing the last token: the shorter output must be a prefix of the longer one (any token that differs before the
 # end shows), and both must hold a real generation
