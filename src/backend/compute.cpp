@@ -1,13 +1,17 @@
 #include "backend/compute.h"
 
+#include "backend/claim.h"
+
 #include "util/log.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace xdna {
 
-compute_engine::compute_engine(split_planner & planner, cpu_worker & cpu, std::vector<worker *> others)
-    : planner(planner), cpu(cpu), others(std::move(others)) {}
+compute_engine::compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
+                               std::vector<worker *> others)
+    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)) {}
 
 void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
     totals & t = sums[(int) kind];
@@ -33,16 +37,16 @@ std::string compute_engine::summary() const {
 ggml_status compute_engine::compute(const ggml_tensor * node) {
     n_multiplies++;
     const shape_key key = shape_key_of(node, cpu.is_repacked(node->src[0]));
+    split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
 
-    // who can take part in this multiply
+    // who can take part in this multiply (the planner decides who gets rows: next to the GPU, the NPU only joins
+    // large multiplies)
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
     for (worker * w : others) {
-        if (w->accepts(node)) {
-            ws.push_back(w);
-            pw.push_back({ w->kind(), w->row_align(node) });
-        }
+        if (w->accepts(node)) ws.push_back(w);
     }
+    for (worker * w : ws) pw.push_back({ w->kind(), w->row_align(node), w->cost_hint(node) });
     ws.push_back(&cpu);
     pw.push_back({ worker_kind::cpu, cpu.row_align(node) });
 
@@ -68,6 +72,11 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         const work_result r = ws[i]->end();
         planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds, r.ok);
         account(ws[i]->kind(), rows[i].size(), r);
+        if (r.ok && !r.experts_left.empty()) {
+            // experts with too few routed tokens for the device: the CPU does their rows too
+            const work_result rest = cpu.compute_experts(node, rows[i], r.experts_left);
+            if (!rest.ok) return GGML_STATUS_FAILED;
+        }
         if (!r.ok) {
             // the result must still be right: the CPU redoes these rows
             XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),

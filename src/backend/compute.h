@@ -12,8 +12,10 @@ namespace xdna {
 
 class compute_engine {
   public:
-    // `others`: the device workers (NPU, GPU) shared by the process; they may be empty.
-    compute_engine(split_planner & planner, cpu_worker & cpu, std::vector<worker *> others);
+    // `others`: the device workers (NPU, GPU) shared by the process; they may be empty. Multiplies with fewer than
+    // `min_batch` tokens (claimed only for the experimental NPU decode) are split by `decode_planner`.
+    compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
+                   std::vector<worker *> others);
 
     ggml_status compute(const ggml_tensor * node);
 
@@ -31,7 +33,9 @@ class compute_engine {
     totals  sums[3];
     int64_t n_multiplies = 0;
 
-    split_planner &       planner;
+    split_planner &       prompt_planner;
+    split_planner &       decode_planner;
+    int                   min_batch;
     cpu_worker &          cpu;
     std::vector<worker *> others;
 };

@@ -1,6 +1,9 @@
 #include "backend/device.h"
 
 #include "util/log.h"
+#include "workers/gpu/gpu_device.h"
+#include "workers/npu/npu_worker.h"
+#include "workers/npu/warmup.h"
 
 #include <cstring>
 
@@ -8,15 +11,38 @@ namespace xdna {
 
 namespace {
 
-planner_options planner_options_from(const config & c) {
+planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
-    o.npu_share = c.npu_share;
+    o.npu_share = npu_share;
+    o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
     return o;
 }
 
 }  // namespace
 
-device_state::device_state() : cfg(get_config()), planner(planner_options_from(cfg)) {}
+device_state::device_state()
+    : cfg(get_config()), planner(planner_options_from(cfg.npu_share, cfg)),
+      decode_planner(planner_options_from(cfg.npu_decode, cfg)) {
+    npu = npu_worker::create(cfg);
+    if (npu) {
+        device_workers.push_back(npu.get());
+        if (cfg.npu_warm) warmup = std::make_unique<npu_warmup>(*npu);
+    }
+    // the GPU worker (GGML_XDNA_GPU): after the NPU's, as the planner lays rows out NPU, GPU, CPU
+    if (worker * gpu = make_gpu_worker(cfg)) device_workers.push_back(gpu);
+}
+
+device_state::~device_state() {
+    warmup.reset();   // it uses the NPU worker
+}
+
+void device_state::offer_weight(const ggml_tensor * op) {
+    if (warmup && op->op == GGML_OP_MUL_MAT && npu->accepts(op)) warmup->offer(op->src[0]);
+}
+
+void device_state::prompt_arrived() {
+    if (warmup) warmup->stop();
+}
 
 ggml_backend_dev_t device_state::cpu_device() {
     std::lock_guard<std::mutex> lock(mtx);
@@ -48,7 +74,10 @@ claim_context device_state::claim_ctx() {
 
 std::string device_state::description() const {
     std::string d = "XDNA split:";
-    for (const worker * w : device_workers) d += std::string(" ") + w->name() + " +";
+    if (npu) d += " NPU (" + npu->description() + ") +";
+    for (const worker * w : device_workers) {
+        if (w->kind() != worker_kind::npu) d += std::string(" ") + w->name() + " +";
+    }
     return d + " CPU";
 }
 

@@ -9,6 +9,7 @@
 
 #include "ggml-backend.h"
 
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -16,8 +17,12 @@
 
 namespace xdna {
 
+class npu_worker;
+class npu_warmup;
+
 struct device_state {
     device_state();
+    ~device_state();
 
     // the registry's CPU device and its CPU_REPACK buffer type (the CPU backend may register after the plugin,
     // so both are looked up when first needed)
@@ -30,9 +35,17 @@ struct device_state {
     // logs a routing decision once per shape and verdict (GGML_XDNA_DEBUG=1)
     void log_decision_once(const ggml_tensor * op, bool claimed, const char * why);
 
+    // a claimed multiply's weight, offered to the load-time warm-up
+    void offer_weight(const ggml_tensor * op);
+    // a graph is about to be computed: the warm-up stops
+    void prompt_arrived();
+
     const config &        cfg;
-    split_planner         planner;
+    split_planner         planner;          // prompt processing: GGML_XDNA_NPU_SHARE (auto by default)
+    split_planner         decode_planner;   // the experimental NPU decode: GGML_XDNA_NPU_DECODE's fixed share
     std::vector<worker *> device_workers;   // NPU and GPU workers of the process, in that order
+    std::unique_ptr<npu_worker> npu;
+    std::unique_ptr<npu_warmup> warmup;
 
   private:
     std::mutex                 mtx;

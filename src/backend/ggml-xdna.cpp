@@ -8,6 +8,7 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -34,14 +35,32 @@ static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
 static void ggml_backend_xdna_free(ggml_backend_t backend) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     if (!ctx->engine->idle()) {
-        XDNA_LOG_INFO("%s", ctx->engine->summary().c_str());
+        const std::string line = ctx->engine->summary();
+        XDNA_LOG_SUMMARY("%s", line.c_str());
+        const std::string & report = get_config().report;
+        if (!report.empty()) {
+            // llama.cpp's logger can lose its last lines at exit: scripts read the summary from this file
+            if (FILE * f = fopen(report.c_str(), "a")) {
+                fprintf(f, "ggml-xdna: %s\n", line.c_str());
+                fclose(f);
+            } else {
+                XDNA_LOG_WARN("cannot write GGML_XDNA_REPORT=%s", report.c_str());
+            }
+        }
     }
     delete ctx;
     delete backend;
+    if (get_config().debug) {
+        // what the planner learned, per shape, over the process so far
+        device_state & st = xdna_state();
+        XDNA_LOG_SUMMARY("planner: %s", st.planner.summary().c_str());
+        for (const std::string & line : st.planner.shape_report()) XDNA_LOG_SUMMARY("planner: %s", line.c_str());
+    }
 }
 
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
+    xdna_state().prompt_arrived();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
         if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
@@ -146,7 +165,8 @@ static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t d
     }
     auto * ctx   = new ggml_backend_xdna_context;
     ctx->cpu     = std::make_unique<cpu_worker>(cpu_dev, st.repack_buft());
-    ctx->engine  = std::make_unique<compute_engine>(st.planner, *ctx->cpu, st.device_workers);
+    ctx->engine  = std::make_unique<compute_engine>(st.planner, st.decode_planner, st.cfg.min_batch, *ctx->cpu,
+                                                    st.device_workers);
     return new ggml_backend{ ggml_backend_xdna_guid(), ggml_backend_xdna_i, dev, ctx };
 }
 
@@ -163,6 +183,7 @@ static bool ggml_backend_xdna_device_supports_op(ggml_backend_dev_t, const struc
     const char * why = nullptr;
     const bool ok = claim(op, st.claim_ctx(), &why);
     st.log_decision_once(op, ok, why);
+    if (ok) st.offer_weight(op);
     return ok;
 }
 

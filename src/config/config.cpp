@@ -16,6 +16,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_MIN_BATCH",      "32",    "smallest token count the backend claims; a huge value (1000000) makes it claim nothing" },
     { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
     { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
+    { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (what each worker did), for scripts" },
     { "GGML_XDNA_NPU_SHARE",      "auto",  "NPU share of each matrix multiply: 0-1 (whole 256-row steps) or auto" },
     { "GGML_XDNA_NPU_W8",         "0",     "1 makes the NPU read weights as int8 (one scale per row and 1,024 weights)" },
     { "GGML_XDNA_NPU_CACHE_MB",   "4096",  "memory for the NPU's converted weights; weights beyond it are converted on every call" },
@@ -25,7 +26,8 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (XDNA1 on Linux: 6 system-wide)" },
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only)" },
-    { "GGML_XDNA_GPU",            "",      "GPU worker device by name, or none; empty: the first integrated GPU, else the first GPU" },
+    { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
+    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU, else the first GPU" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
     { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
     { nullptr, nullptr, nullptr },
@@ -120,6 +122,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_MIN_BATCH", c.min_batch, 1, 1LL << 30);
     r.boolean("GGML_XDNA_DEBUG", c.debug);
     r.integer("GGML_XDNA_THREADS", c.threads, 0, 1024);
+    r.string("GGML_XDNA_REPORT", c.report);
     r.share("GGML_XDNA_NPU_SHARE", c.npu_share);
     r.boolean("GGML_XDNA_NPU_W8", c.npu_w8);
     r.integer("GGML_XDNA_NPU_CACHE_MB", c.npu_cache_mb, 0, 1LL << 24);
@@ -129,6 +132,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_NPU_CONTEXTS", c.npu_contexts, 1, 64);
     r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     r.boolean("GGML_XDNA_NPU_DISABLE", c.npu_disable);
+    r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
     r.real("GGML_XDNA_GPU_NPU_MIN_GFLOP", c.gpu_npu_min_gflop, 0.0, 1e9);

@@ -24,6 +24,7 @@ struct config {
     int    min_batch      = 32;      // GGML_XDNA_MIN_BATCH: smallest token count claimed
     bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
     int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
+    std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
 
     // NPU worker
     double npu_share      = -1.0;    // GGML_XDNA_NPU_SHARE: 0..1 fixed share, < 0 = auto
@@ -35,6 +36,7 @@ struct config {
     int    npu_contexts   = 6;       // GGML_XDNA_NPU_CONTEXTS: hardware-context budget
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
     bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker
+    int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
 
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 namespace xdna {
 
@@ -36,114 +37,345 @@ shape_key shape_key_of(const ggml_tensor * node, bool repacked) {
     return k;
 }
 
-split_planner::split_planner(planner_options o) : opts(o) {}
-
 namespace {
 
+constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
+
 int64_t round_down(int64_t v, int64_t a) { return a > 1 ? v / a * a : v; }
+int64_t round_up(int64_t v, int64_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
+int64_t lcm_of(int64_t a, int64_t b) { return std::lcm(std::max<int64_t>(a, 1), std::max<int64_t>(b, 1)); }
+
+std::string fmt_seconds(double s) {
+    char buf[32];
+    if (s < 1e-6) snprintf(buf, sizeof(buf), "%.1f ns", s * 1e9);
+    else if (s < 1e-3) snprintf(buf, sizeof(buf), "%.1f us", s * 1e6);
+    else if (s < 1.0) snprintf(buf, sizeof(buf), "%.2f ms", s * 1e3);
+    else snprintf(buf, sizeof(buf), "%.3f s", s);
+    return buf;
+}
 
 }  // namespace
 
+split_planner::split_planner(planner_options o) : opts(std::move(o)) {
+    if (opts.npu_step < 1) opts.npu_step = 1;
+    if (opts.reprobe_every < 1) opts.reprobe_every = 1;
+    if (opts.reprobe_max_every < opts.reprobe_every) opts.reprobe_max_every = opts.reprobe_every;
+    if (!(opts.hysteresis >= 0.0)) opts.hysteresis = 0.0;
+}
+
+double split_planner::npu_work(const shape_state & st, int64_t rows) const {
+    if (rows <= 0) return 0.0;
+    if (!st.hint.blocks()) return (double) rows;
+    return (double) ((rows + st.hint.block_rows - 1) / st.hint.block_rows * st.hint.launches_per_block);
+}
+
+double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu) const {
+    // the GPU and the CPU together, sharing rows in proportion to their speed, finish m rows in m / (rate sum)
+    double rate = 0.0;
+    if (has_gpu) {
+        if (!st.model[GPU].known()) return -1.0;
+        rate += 1.0 / st.model[GPU].slope();
+    }
+    if (has_cpu) {
+        if (!st.model[CPU].known()) return -1.0;
+        rate += 1.0 / st.model[CPU].slope();
+    }
+    return rate > 0.0 ? 1.0 / rate : -1.0;
+}
+
+int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
+                                     bool has_cpu, const char *& why) {
+    const cost_model & npu = st.model[NPU];
+    const double p = rest_sec_per_row(st, has_gpu, has_cpu);
+    if (!npu.known() || p <= 0.0) {
+        why = "probe";   // nothing to predict with yet: one block, measured side by side with the others
+        return probe;
+    }
+
+    // Candidates are whole steps, and every row. The NPU's predicted time grows with its rows and the others' time
+    // shrinks, so the best candidate is where the two cross: found by bisection in O(log(n / step)).
+    const int64_t n_cand = (n + step - 1) / step;   // candidate k gives min(k * step, n) rows
+    auto rows_of   = [&](int64_t k) { return std::min(k * step, n); };
+    auto t_npu     = [&](int64_t r) { return npu.predict(npu_work(st, r)); };
+    auto t_rest    = [&](int64_t r) { return (double) (n - r) * p; };
+    auto makespan  = [&](int64_t r) { return std::max(t_npu(r), t_rest(r)); };
+    int64_t lo = 1, hi = n_cand + 1;   // first k in [1, n_cand] with t_npu >= t_rest (n_cand + 1: none)
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        const int64_t r = rows_of(mid);
+        if (t_npu(r) >= t_rest(r)) hi = mid; else lo = mid + 1;
+    }
+    int64_t best = rows_of(lo - 1);
+    if (lo <= n_cand && makespan(rows_of(lo)) < makespan(best)) best = rows_of(lo);
+
+    // Hysteresis: a new share only when it is predicted to save more than `margin`. Changes in quick succession
+    // (within `margin_decay` multiplies, once the models rest on a full window of measurements) mean that the
+    // candidates are within the noise of each other: the margin then doubles, up to `max_margin`, and halves again
+    // after `margin_decay` multiplies without a change.
+    const int64_t cur = st.npu_cur;
+    const bool cur_valid = cur >= 0 && cur <= n && (cur % step == 0 || cur == n);
+    why = "auto";
+    if (st.margin < opts.hysteresis) st.margin = opts.hysteresis;
+    if (++st.stable >= opts.margin_decay && st.margin > opts.hysteresis) {
+        st.margin = std::max(opts.hysteresis, 0.5 * st.margin);
+        st.stable = 0;
+    }
+    if (!cur_valid || makespan(cur) > makespan(best) * (1.0 + st.margin)) {
+        if (cur_valid && cur != best) {
+            st.changes++;
+            // another change soon after the last one, once the models have their window of measurements
+            if (st.calls > cost_model::window && st.calls - st.changed_at < opts.margin_decay) {
+                st.margin = std::max(opts.hysteresis, std::min(opts.max_margin, 2.0 * st.margin));
+            }
+            st.changed_at = st.calls;
+            st.stable     = 0;
+        }
+        st.npu_cur = best;
+    }
+    int64_t r = st.npu_cur;
+
+    if (npu.samples() < 2 && r < probe) {
+        // one measurement may be the slow first call: the NPU keeps a block until a second one confirms it
+        why = "probe";
+        return probe;
+    }
+    if (r == 0) {
+        // dropped out: one block again after `reprobe_every` multiplies, then after twice as many each time the
+        // NPU stays out, up to `reprobe_max_every` (a block on a slow NPU can cost several times the multiply)
+        if (st.reprobe_gap < opts.reprobe_every) st.reprobe_gap = opts.reprobe_every;
+        if (++st.npu_skipped >= st.reprobe_gap) {
+            st.npu_skipped = 0;
+            st.reprobe_gap = std::max<int64_t>(opts.reprobe_every, std::min<int64_t>(2 * st.reprobe_gap, opts.reprobe_max_every));
+            n_reprobes++;
+            why = "re-probe";
+            return probe;
+        }
+        return 0;
+    }
+    st.npu_skipped = 0;
+    st.reprobe_gap = opts.reprobe_every;
+    if (npu.needs_spread() && !(st.hint.fixed_s > 0.0) && st.explored < cost_model::per_side &&
+        (st.explored > 0 || ++st.explore_in >= opts.reprobe_every)) {
+        // All the NPU's measurements so far are of about one size, which cannot tell its fixed cost from its cost
+        // per row (and no hint gave the fixed cost): once per shape, after `reprobe_every` multiplies, it measures
+        // a clearly different size a few times in a row (the next one up with at least twice the work, else the
+        // next one down with at most half). What is learned then is kept.
+        st.explored++;
+        const double x = npu_work(st, r);
+        int64_t other = -1;
+        for (int64_t k = r / step + 1; k <= n_cand && other < 0; ++k) {
+            if (npu_work(st, rows_of(k)) >= cost_model::spread * x) other = rows_of(k);
+        }
+        for (int64_t k = r / step - 1; k >= 1 && other < 0; --k) {
+            if (npu_work(st, rows_of(k)) * cost_model::spread <= x) other = rows_of(k);
+        }
+        if (other > 0) {
+            n_explores++;
+            why = "re-probe";
+            return other;
+        }
+        st.explored = cost_model::per_side;   // no size far enough away: nothing to learn here
+    }
+    return r;
+}
+
+int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
+    if (!has_cpu || left <= 0) return std::max<int64_t>(left, 0);
+    const cost_model & g = st.model[GPU];
+    const cost_model & c = st.model[CPU];
+    const bool known = g.known() && c.known();
+    // in proportion to their speeds (evenly until both are measured)
+    const double frac = known ? (1.0 / g.slope()) / (1.0 / g.slope() + 1.0 / c.slope()) : 0.5;
+    int64_t want = (int64_t) std::llround(frac * (double) left / (double) align) * align;
+    if (want >= left) want = left;
+    if (known && st.gpu_left == left && st.gpu_cur >= 0 && st.gpu_cur <= left &&
+        (st.gpu_cur % align == 0 || st.gpu_cur == left)) {
+        auto makespan = [&](int64_t x) { return std::max((double) x * g.slope(), (double) (left - x) * c.slope()); };
+        // the boundary moves by a few rows at a time, so it can follow closely: a third of the NPU's hysteresis
+        if (makespan(st.gpu_cur) <= makespan(want) * (1.0 + opts.hysteresis / 3.0)) want = st.gpu_cur;
+    }
+    st.gpu_cur  = want;
+    st.gpu_left = left;
+    return want;
+}
+
 std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers) {
-    std::lock_guard<std::mutex> lock(mtx);
-    shape_state & st = shapes[key];
-    st.calls++;
-
-    // how many rows each worker gets, in worker order
-    std::vector<int64_t> want(workers.size(), 0);
-    int cpu_i = -1, npu_i = -1, gpu_i = -1;
-    for (size_t i = 0; i < workers.size(); ++i) {
-        if (workers[i].kind == worker_kind::cpu) cpu_i = (int) i;
-        if (workers[i].kind == worker_kind::npu) npu_i = (int) i;
-        if (workers[i].kind == worker_kind::gpu) gpu_i = (int) i;
-    }
-    const int64_t step = npu_i >= 0 ? std::max<int64_t>(opts.npu_step, workers[npu_i].align) : 1;
-
-    if (npu_i >= 0) {
-        int64_t npu_rows = 0;
-        if (opts.npu_share >= 0.0) {
-            npu_rows = round_down((int64_t) std::llround(opts.npu_share * n_rows), step);
-            if (opts.npu_share >= 1.0) npu_rows = n_rows;   // every row, the tail block included
-        } else {
-            // auto: give the NPU the share that makes it finish with the others, from the learned speeds
-            const speed & npu = st.w[(int) worker_kind::npu];
-            double others = 0.0;   // rows per second of the other workers together
-            for (size_t i = 0; i < workers.size(); ++i) {
-                if ((int) i == npu_i) continue;
-                const speed & s = st.w[(int) workers[i].kind];
-                if (s.samples > 0 && s.sec_per_row > 0) others += 1.0 / s.sec_per_row;
-            }
-            if (npu.samples == 0 || others == 0.0) {
-                npu_rows = std::min<int64_t>(step, n_rows);    // first calls: one step to measure with
-            } else {
-                const double npu_rate = 1.0 / npu.sec_per_row;
-                const double ideal = n_rows * npu_rate / (npu_rate + others);
-                // the NPU's rows come in whole steps: pick the neighbour that finishes earliest
-                int64_t lo = round_down((int64_t) ideal, step), hi = std::min(n_rows, lo + step);
-                auto makespan = [&](int64_t r) {
-                    return std::max(r * npu.sec_per_row, (n_rows - r) / others);
-                };
-                npu_rows = makespan(hi) < makespan(lo) ? hi : lo;
-            }
-            if (npu_rows == 0) {
-                // dropped out: one step again now and then, so one bad measurement cannot keep it off for good
-                if (++st.npu_skipped >= opts.reprobe_every) npu_rows = std::min<int64_t>(step, n_rows);
-            }
-        }
-        if (npu_rows > 0) st.npu_skipped = 0;
-        want[npu_i] = npu_rows;
-    }
-    if (gpu_i >= 0) {
-        // the GPU and the CPU share what the NPU leaves, in proportion to their learned speeds (evenly at first)
-        const int64_t left = n_rows - (npu_i >= 0 ? want[npu_i] : 0);
-        const speed & g = st.w[(int) worker_kind::gpu];
-        const speed & c = st.w[(int) worker_kind::cpu];
-        double frac = 0.5;
-        if (g.samples > 0 && c.samples > 0 && g.sec_per_row > 0 && c.sec_per_row > 0) {
-            frac = (1.0 / g.sec_per_row) / (1.0 / g.sec_per_row + 1.0 / c.sec_per_row);
-        }
-        int64_t a = std::max(workers[gpu_i].align, cpu_i >= 0 ? workers[cpu_i].align : 1);
-        want[gpu_i] = cpu_i >= 0 ? round_down((int64_t) std::llround(frac * left), a) : left;
-    }
-    // the CPU takes the rest
-    int64_t given = 0;
-    for (size_t i = 0; i < workers.size(); ++i) if ((int) i != cpu_i) given += want[i];
-    if (cpu_i >= 0) want[cpu_i] = n_rows - given;
-
-    // lay the ranges out: NPU, GPU, CPU
     std::vector<row_range> out(workers.size());
+    if (n_rows <= 0) return out;
+
+    // the first worker of each kind takes part; a second one of the same kind gets nothing
+    int  idx[3] = { -1, -1, -1 };
+    bool has[3] = { false, false, false };
+    int64_t step = opts.npu_step;
+    for (size_t i = 0; i < workers.size(); ++i) {
+        const int k = (int) workers[i].kind;
+        if (k < 0 || k > 2 || idx[k] >= 0) continue;
+        idx[k] = (int) i;
+        has[k] = true;
+        step = lcm_of(step, workers[i].align);   // an NPU boundary is the start of the GPU's or the CPU's range
+    }
+    if (!has[NPU] && !has[GPU] && !has[CPU]) return out;   // no worker: nothing can be planned (empty ranges)
+    const int64_t align_rest = lcm_of(has[GPU] ? workers[idx[GPU]].align : 1, has[CPU] ? workers[idx[CPU]].align : 1);
+
+    int64_t rows[3] = { 0, 0, 0 };
+    const char * why = "";
+    std::string line;
+    {
+        std::lock_guard<std::mutex> lock(mtx);
+        n_plans++;
+        shape_state & st = shapes[key];
+        st.calls++;
+
+        if (has[NPU]) {
+            const npu_cost_hint & h = workers[idx[NPU]].cost;
+            if (st.calls == 1 || !(h == st.hint)) {
+                // the unit of the NPU's work changes with the blocks: measurements in another unit are dropped
+                const bool same_unit = st.hint.blocks() == h.blocks() &&
+                    (!h.blocks() || (st.hint.block_rows == h.block_rows && st.hint.launches_per_block == h.launches_per_block));
+                if (!same_unit) st.model[NPU] = cost_model();
+                st.hint = h;
+                st.model[NPU].set_prior(h.fixed_s > 0.0 ? h.fixed_s : opts.npu_overhead_s, h.launch_s,
+                                        true);
+            }
+            const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
+            if (!has[GPU] && !has[CPU]) {
+                rows[NPU] = n_rows;
+                why = "only worker";
+            } else if (has[GPU] && key.flops() < opts.gpu_npu_min_gflop * 1e9) {
+                why = "below the size at which the NPU joins a GPU";
+            } else if (opts.npu_share >= 0.0) {
+                rows[NPU] = opts.npu_share >= 1.0 ? n_rows
+                                                  : round_down((int64_t) std::llround(opts.npu_share * n_rows), step);
+                why = "fixed NPU share";
+            } else {
+                rows[NPU] = auto_npu_rows(st, n_rows, step, probe, has[GPU], has[CPU], why);
+            }
+        }
+        if (!has[NPU]) why = "no NPU worker";
+        const int64_t left = n_rows - rows[NPU];
+        if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU]);
+        if (has[CPU]) rows[CPU] = left - rows[GPU];
+
+        const bool transient = why[0] == 'r';   // a re-probe is not a decision: it is counted, not logged
+        // logged: a new NPU share, a first plan, or the GPU/CPU boundary moved by more than 1% of the rows
+        const bool changed = rows[NPU] != st.last[NPU] || st.last[GPU] < 0 || st.last[CPU] < 0 ||
+                             std::abs(rows[GPU] - st.last[GPU]) * 100 > n_rows;
+        if (!transient && changed) {
+            for (int k = 0; k < 3; ++k) st.last[k] = rows[k];
+            if (opts.log || get_config().debug) {
+                line = "split " + key.str() + ":";
+                const char * sep = " ";
+                for (int k : { NPU, GPU, CPU }) {
+                    if (!has[k]) continue;
+                    line += sep + std::string(worker_kind_name((worker_kind) k)) + " " + std::to_string(rows[k]);
+                    sep = " | ";
+                }
+                line += std::string(" rows (") + why;
+                if (opts.npu_share >= 0.0 && has[NPU] && why[0] == 'f') {
+                    char share[32];
+                    snprintf(share, sizeof(share), " %g", opts.npu_share);
+                    line += share;
+                }
+                for (int k : { NPU, GPU, CPU }) {
+                    if (!has[k] || rows[k] == 0 || !st.model[k].known()) continue;
+                    const double t = st.model[k].predict(k == NPU ? npu_work(st, rows[k]) : (double) rows[k]);
+                    line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
+                }
+                line += ")";
+            }
+        }
+    }
+    if (!line.empty()) {
+        if (opts.log) opts.log(line);
+        else XDNA_LOG_DEBUG("%s", line.c_str());
+    }
+
     int64_t at = 0;
-    for (int idx : { npu_i, gpu_i, cpu_i }) {
-        if (idx < 0) continue;
-        out[idx] = { at, at + want[idx] };
-        at += want[idx];
+    for (int k : { NPU, GPU, CPU }) {
+        if (!has[k]) continue;
+        out[idx[k]] = { at, at + rows[k] };
+        at += rows[k];
     }
     GGML_ASSERT(at == n_rows);
-
-    if (get_config().debug) {
-        std::string d;
-        for (size_t i = 0; i < workers.size(); ++i) {
-            d += std::string(d.empty() ? "" : ", ") + worker_kind_name(workers[i].kind) + " " +
-                 std::to_string(out[i].size());
-        }
-        if (d != st.last_plan) {
-            XDNA_LOG_DEBUG("split %s: %s rows", key.str().c_str(), d.c_str());
-            st.last_plan = d;
-        }
-    }
     return out;
 }
 
 void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok) {
-    if (rows <= 0) return;
+    const int k = (int) kind;
+    if (rows <= 0 || k < 0 || k > 2) return;
     std::lock_guard<std::mutex> lock(mtx);
-    if (!ok) return;   // a failed run says nothing about speed; the workers' owner decides about failures
+    totals & t = sums[k];
+    t.runs++;
+    if (std::isfinite(seconds) && seconds > 0.0) t.seconds += seconds;
+    if (!ok) {
+        t.failures++;
+        return;   // a failed run says nothing about speed; the workers' owner decides about failures
+    }
+    t.rows += rows;
+    if (key.rows > 0) t.flops += key.flops() * (double) rows / (double) key.rows;
 
-    speed & s = shapes[key].w[(int) kind];
-    const double per_row = seconds / (double) rows;
-    // an exponential average damps noise; the first sample is taken as it is
-    s.sec_per_row = s.samples == 0 ? per_row : 0.7 * s.sec_per_row + 0.3 * per_row;
-    s.samples++;
+    shape_state & st = shapes[key];
+    const double x = k == NPU ? npu_work(st, rows) : (double) rows;
+    if (k == NPU && st.npu_cur == 0 && st.model[NPU].known() && seconds < 0.5 * st.model[NPU].predict(x)) {
+        // a re-probe of a dropped NPU far faster than its model: what kept it out is no longer true (or never
+        // was: bad measurements at the start), so the old measurements go
+        st.model[NPU].forget();
+    }
+    st.model[k].add(x, seconds);
+}
+
+int64_t split_planner::npu_rows_of(const shape_key & key) const {
+    std::lock_guard<std::mutex> lock(mtx);
+    auto it = shapes.find(key);
+    return it == shapes.end() ? -1 : it->second.npu_cur;
+}
+
+std::string split_planner::summary() const {
+    std::lock_guard<std::mutex> lock(mtx);
+    char buf[256];
+    int64_t changes = 0;
+    for (const auto & s : shapes) changes += s.second.changes;
+    if (opts.npu_share >= 0.0) snprintf(buf, sizeof(buf), "planner (fixed NPU share %g): ", opts.npu_share);
+    else snprintf(buf, sizeof(buf), "planner (auto split): ");
+    std::string out = buf;
+    snprintf(buf, sizeof(buf), "%lld multiplies over %zu shapes, %lld share changes, %lld re-probes, %lld size probes",
+             (long long) n_plans, shapes.size(), (long long) changes, (long long) n_reprobes, (long long) n_explores);
+    out += buf;
+    for (int k : { NPU, GPU, CPU }) {
+        const totals & t = sums[k];
+        if (t.runs == 0) continue;
+        snprintf(buf, sizeof(buf), " | %s: %lld rows, %.1f GFLOP, %.3f s", worker_kind_name((worker_kind) k),
+                 (long long) t.rows, t.flops * 1e-9, t.seconds);
+        out += buf;
+        if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed)";
+    }
+    return out;
+}
+
+std::vector<std::string> split_planner::shape_report() const {
+    std::lock_guard<std::mutex> lock(mtx);
+    std::vector<std::string> lines;
+    for (const auto & [key, st] : shapes) {
+        std::string l = key.str() + ":";
+        const char * sep = " ";
+        for (int k : { NPU, GPU, CPU }) {
+            if (st.last[k] < 0) continue;
+            l += sep + std::string(worker_kind_name((worker_kind) k)) + " " + std::to_string(st.last[k]);
+            sep = " | ";
+        }
+        l += " rows;";
+        for (int k : { NPU, GPU, CPU }) {
+            const cost_model & m = st.model[k];
+            if (m.samples() == 0) continue;
+            const bool launches = k == NPU && st.hint.blocks();
+            l += std::string(" ") + worker_kind_name((worker_kind) k) + " " + fmt_seconds(m.intercept()) + " + " +
+                 fmt_seconds(m.slope()) + (launches ? "/launch" : "/row") + ",";
+        }
+        l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
+        lines.push_back(std::move(l));
+    }
+    std::sort(lines.begin(), lines.end());
+    return lines;
 }
 
 }  // namespace xdna

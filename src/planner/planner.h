@@ -2,12 +2,25 @@
 // Workers only execute a row range and report how long it took; the planner learns from those reports.
 //
 // Rows are laid out NPU first, then GPU, then CPU: [0, npu) [npu, npu+gpu) [npu+gpu, n). The NPU gets whole
-// `npu_step`-row steps (possibly none); every worker's boundary respects its row alignment.
+// `npu_step`-row steps (possibly none, or every row); every worker's boundary respects its row alignment.
+//
+// Auto split (npu_share < 0), per shape:
+// - each worker's time is learned as a + b * work (cost_model.h): the CPU's and GPU's in proportion to their rows,
+//   the NPU's from its kernels' launch cost when its worker gives a hint (npu_cost_hint), corrected by measurement;
+// - the NPU gets the number of steps that makes the multiply finish earliest, given that the GPU and CPU share the
+//   other rows in proportion to their speed; a share changes only when the predicted gain exceeds `hysteresis`;
+// - until its model rests on two measurements the NPU keeps one block, and a shape it dropped out of gets one block
+//   again after `reprobe_every` multiplies (then less often while it stays out), so one bad measurement cannot keep
+//   it off for good.
+// The planner reads no clock: it is deterministic given its options and the calls made to it (tests drive it with
+// simulated workers on a fake clock). One mutex makes it safe to share between backend instances.
 #pragma once
 
+#include "planner/cost_model.h"
 #include "workers/worker.h"
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -30,6 +43,7 @@ struct shape_key {
                experts == o.experts && repacked == o.repacked;
     }
     std::string str() const;
+    double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens; }   // of the whole multiply
 };
 
 struct shape_key_hash {
@@ -38,16 +52,31 @@ struct shape_key_hash {
 
 shape_key shape_key_of(const ggml_tensor * node, bool repacked);
 
+// How the NPU worker predicts its own time for a multiply, from its kernels: r rows take
+//   fixed_s + ceil(r / block_rows) * launches_per_block * launch_s
+// seconds. The planner then counts the NPU's work in launches (a partial block costs a whole one), starts from
+// fixed_s and launch_s where given (> 0), and corrects both per shape by measurement. Without block_rows it counts
+// the NPU's work in rows and learns it from measurements alone.
+
 // A worker as the planner sees it for one multiply.
 struct plan_worker {
-    worker_kind kind;
-    int64_t     align = 1;   // row alignment it needs for this multiply
+    worker_kind   kind;
+    int64_t       align = 1;   // row alignment it needs for this multiply
+    npu_cost_hint cost  = {};  // NPU only, optional
 };
 
 struct planner_options {
-    double  npu_share = -1.0;   // 0..1 fixed share of the rows for the NPU; < 0: auto
-    int64_t npu_step  = 256;    // the NPU gets whole steps of this many rows
-    int     reprobe_every = 16; // a shape the NPU dropped out of gets one step again every this many multiplies
+    double  npu_share      = -1.0;    // 0..1 fixed share of the rows for the NPU; < 0: auto
+    int64_t npu_step       = 256;     // the NPU gets whole steps of this many rows
+    int     reprobe_every  = 16;      // a shape the NPU dropped out of gets one block again after this many multiplies,
+    int     reprobe_max_every = 128;  // then after twice as many each time it stays out, up to this many
+    double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
+    double  max_margin     = 0.12;    // the most that repeated changes raise that margin to
+    int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
+    double  npu_overhead_s = 200e-6;  // NPU time per multiply assumed before measurement when there is no hint
+    double  gpu_npu_min_gflop = 4.0;  // next to a GPU worker the NPU only joins multiplies of at least this size
+    // Where decision lines go when they change. Empty: the plugin's debug log (shown with GGML_XDNA_DEBUG=1).
+    std::function<void(const std::string &)> log;
 };
 
 class split_planner {
@@ -55,29 +84,59 @@ class split_planner {
     explicit split_planner(planner_options opts = {});
 
     // Row ranges for `workers` (same order) of a multiply with `n_rows` output rows. Every row goes to exactly one
-    // worker. Deterministic given the options and the reports so far.
+    // worker. Deterministic given the options and the calls so far.
     std::vector<row_range> plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers);
 
     // A worker finished `rows` rows of `key` in `seconds` (ok == false: it failed and the rows were redone elsewhere).
     void report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok = true);
 
+    // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
+    // seconds it reported. For the end of a run (or whenever asked).
+    std::string summary() const;
+
+    // One line per shape: its current split and what was learned (GGML_XDNA_DEBUG=1 at exit).
+    std::vector<std::string> shape_report() const;
+
+    // The NPU rows auto currently settles on for `key` (-1: no decision yet), for tests and tools.
+    int64_t npu_rows_of(const shape_key & key) const;
+
     const planner_options & options() const { return opts; }
 
   private:
-    struct speed {              // learned cost of one worker on one shape
-        double  sec_per_row = 0.0;
-        int64_t samples     = 0;
-    };
     struct shape_state {
-        speed   w[3];           // indexed by worker_kind
-        int64_t calls          = 0;
-        int64_t npu_skipped    = 0;   // multiplies since the NPU last took rows
-        std::string last_plan;        // for logging decisions when they change
+        cost_model    model[3];             // indexed by worker_kind
+        npu_cost_hint hint;                 // the NPU's, as last given
+        int64_t       calls       = 0;
+        int64_t       npu_cur     = -1;     // NPU rows auto settled on (-1: none yet)
+        int64_t       gpu_cur     = -1;     // GPU rows chosen last, for the rows left to GPU + CPU below
+        int64_t       gpu_left    = -1;
+        int64_t       npu_skipped = 0;      // multiplies since the NPU last took rows while dropped out
+        int64_t       reprobe_gap = 0;      // multiplies between re-probes now
+        int64_t       explore_in  = 0;      // multiplies since the NPU last measured another size (auto_npu_rows)
+        int64_t       explored    = 0;      // times it did
+        int64_t       changes     = 0;      // times npu_cur changed after the first decision
+        int64_t       changed_at  = 0;      // `calls` when npu_cur last changed
+        double        margin      = 0.0;    // the gain a change must promise now (hysteresis, raised on reversals)
+        int64_t       stable      = 0;      // multiplies since the last change or margin decay
+        int64_t       last[3]     = { -1, -1, -1 };   // rows per worker kind of the last logged plan
     };
+    struct totals {
+        int64_t rows = 0, runs = 0, failures = 0;
+        double  seconds = 0.0, flops = 0.0;
+    };
+
+    int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
+                          const char *& why);
+    int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
+    double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu) const;
+    double  npu_work(const shape_state & st, int64_t rows) const;
+    void    log_plan(const shape_key & key, shape_state & st, const int64_t rows[3], const char * why, bool has[3]);
 
     planner_options opts;
     mutable std::mutex mtx;
     std::unordered_map<shape_key, shape_state, shape_key_hash> shapes;
+    totals  sums[3];
+    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0;
 };
 
 }  // namespace xdna

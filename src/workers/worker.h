@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace xdna {
 
@@ -27,6 +28,24 @@ struct work_result {
     bool        ok      = true;
     double      seconds = 0.0;   // wall time of the worker's own part
     std::string error;           // why it failed (ok == false); the caller recomputes the rows on the CPU
+    // MUL_MAT_ID: experts whose rows this worker left (too few routed tokens to be worth it); the caller computes
+    // the same rows of these experts on the CPU
+    std::vector<int32_t> experts_left;
+};
+
+// What a device worker tells the planner about its cost on one multiply, beyond what the planner measures: the NPU's
+// time grows in whole launches, so the planner models it per launch (see src/planner/planner.h).
+struct npu_cost_hint {
+    double  fixed_s            = 0.0;   // per multiply whatever its rows (first dispatch, activation conversion)
+    double  launch_s           = 0.0;   // per kernel launch: dispatch, or the block's compute if longer
+    int64_t block_rows         = 0;     // weight rows per launch
+    int64_t launches_per_block = 1;     // launches per block of rows: ceil(K / block K) * ceil(tokens / block tokens)
+
+    bool blocks() const { return block_rows > 0 && launches_per_block > 0; }
+    bool operator==(const npu_cost_hint & o) const {
+        return fixed_s == o.fixed_s && launch_s == o.launch_s && block_rows == o.block_rows &&
+               launches_per_block == o.launches_per_block;
+    }
 };
 
 class worker {
@@ -48,6 +67,10 @@ class worker {
 
     // Waits for the work started by begin().
     virtual work_result end() = 0;
+
+    // The cost structure of `node` on this worker, if it has one to tell (the NPU); the same for every multiply of
+    // one shape.
+    virtual npu_cost_hint cost_hint(const ggml_tensor * node) const { (void) node; return {}; }
 };
 
 }  // namespace xdna

@@ -48,7 +48,7 @@ cpu_worker::cpu_worker(ggml_backend_dev_t cpu_dev, ggml_backend_buffer_type_t re
     }
 
     ggml_init_params params = {
-        /* .mem_size   = */ ggml_tensor_overhead() * 8 + ggml_graph_overhead_custom(4, false),
+        /* .mem_size   = */ ggml_tensor_overhead() * 8 + ggml_graph_overhead_custom(4, false) + 1024,
         /* .mem_buffer = */ nullptr,
         /* .no_alloc   = */ true,
     };
@@ -138,6 +138,56 @@ work_result cpu_worker::compute(const ggml_tensor * node, row_range rows) {
     if (st != GGML_STATUS_SUCCESS) {
         res.ok = false;
         res.error = st == GGML_STATUS_ABORTED ? "aborted" : "CPU backend failed";
+    }
+    res.seconds = now_seconds() - t0;
+    return res;
+}
+
+work_result cpu_worker::compute_experts(const ggml_tensor * node, row_range rows, const std::vector<int32_t> & experts) {
+    const double t0 = now_seconds();
+    work_result res;
+    const ggml_tensor * w   = node->src[0];
+    const ggml_tensor * x   = node->src[1];
+    const ggml_tensor * ids = node->src[2];
+    const int64_t k = w->ne[0], n_used = ids->ne[0], n_tok = ids->ne[1];
+    std::vector<float> xs, ys;
+    std::vector<std::pair<int64_t, int64_t>> routed;   // (token, slot)
+    for (int32_t e : experts) {
+        routed.clear();
+        for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t sl = 0; sl < n_used; ++sl) {
+                if (*(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + sl * ids->nb[0]) == e) routed.push_back({ t, sl });
+            }
+        }
+        if (routed.empty()) continue;
+        const int64_t n = routed.size();
+        xs.resize(size_t(n) * k);
+        ys.resize(size_t(n) * rows.size());
+        for (int64_t i = 0; i < n; ++i) {
+            const auto [t, sl] = routed[i];
+            memcpy(&xs[i * k], (const char *) x->data + t * x->nb[2] + (x->ne[1] == 1 ? 0 : sl) * x->nb[1], k * sizeof(float));
+        }
+        ggml_reset(p->ctx);
+        // rows of expert e, in the weight's own buffer (repacked layouts kept), times its gathered tokens
+        ggml_tensor * wv = ggml_view_2d(p->ctx, const_cast<ggml_tensor *>(w), k, rows.size(), w->nb[1],
+                                        e * w->nb[2] + rows.begin * w->nb[1]);
+        ggml_tensor * xv = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, k, n);
+        ggml_tensor * yv = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, rows.size(), n);
+        xv->data = xs.data();
+        yv->data = ys.data();
+        if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS) return { false, 0.0, "cannot create an expert view" };
+        yv->op = GGML_OP_MUL_MAT;
+        yv->src[0] = wv;
+        yv->src[1] = xv;
+        yv->flags |= GGML_TENSOR_FLAG_COMPUTE;
+        ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
+        ggml_graph_add_node(g, yv);
+        if (ggml_backend_graph_compute(p->backend, g) != GGML_STATUS_SUCCESS) return { false, 0.0, "CPU backend failed" };
+        for (int64_t i = 0; i < n; ++i) {
+            const auto [t, sl] = routed[i];
+            memcpy((char *) node->data + t * node->nb[2] + sl * node->nb[1] + rows.begin * node->nb[0], &ys[i * rows.size()],
+                   rows.size() * sizeof(float));
+        }
     }
     res.seconds = now_seconds() - t0;
     return res;

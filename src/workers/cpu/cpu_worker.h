@@ -10,6 +10,7 @@
 #include "ggml-backend.h"
 
 #include <memory>
+#include <vector>
 
 namespace xdna {
 
@@ -28,6 +29,10 @@ class cpu_worker final : public worker {
 
     // Computes `rows` of `node` now (begin + end); also used to recompute rows another worker failed on.
     work_result compute(const ggml_tensor * node, row_range rows);
+
+    // MUL_MAT_ID: `rows` of the given experts only, for the tokens routed to each (gathered into one plain multiply
+    // per expert, then scattered back). For experts another worker left.
+    work_result compute_experts(const ggml_tensor * node, row_range rows, const std::vector<int32_t> & experts);
 
     void set_n_threads(int n_threads);
     void set_abort_callback(ggml_abort_callback cb, void * data);

@@ -1,0 +1,135 @@
+// XDNA_EMU_* settings and the emulator's log.
+#include "emu_config.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace xdna_emu {
+
+const char* mode_name(enum mode m) {
+    switch (m) {
+        case mode::exact: return "exact";
+        case mode::timed: return "timed";
+        case mode::null:  return "null";
+    }
+    return "?";
+}
+
+const char* fault_name(enum fault f) {
+    switch (f) {
+        case fault::none:    return "none";
+        case fault::error:   return "error";
+        case fault::timeout: return "timeout";
+        case fault::nan:     return "nan";
+    }
+    return "?";
+}
+
+void log(int level, int threshold, const char* fmt, ...) {
+    if (level > threshold) {
+        return;
+    }
+    static std::mutex mu;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    std::lock_guard<std::mutex> lock(mu);
+    std::fprintf(stderr, "[xdna-emu] %s\n", line);
+}
+
+namespace {
+
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return (v && *v) ? v : nullptr;
+}
+
+void bad_value(const char* name, const char* value, const char* expected) {
+    log(0, 0, "ignoring %s=%s: expected %s", name, value, expected);
+}
+
+void read_double(const char* name, double* out, double lo) {
+    const char* v = env(name);
+    if (!v) return;
+    char* end = nullptr;
+    errno = 0;
+    double d = std::strtod(v, &end);
+    if (errno || end == v || *end || !(d >= lo)) {
+        bad_value(name, v, "a number");
+        return;
+    }
+    *out = d;
+}
+
+template <typename T> void read_int(const char* name, T* out, long long lo, long long hi) {
+    const char* v = env(name);
+    if (!v) return;
+    char* end = nullptr;
+    errno = 0;
+    long long x = std::strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        bad_value(name, v, "an integer in range");
+        return;
+    }
+    *out = static_cast<T>(x);
+}
+
+} // namespace
+
+config config::from_env() {
+    config c;
+    read_int("XDNA_EMU_LOG", &c.log_level, 0, 3);
+    if (const char* v = env("XDNA_EMU_MODE")) {
+        if (!std::strcmp(v, "exact")) c.mode = mode::exact;
+        else if (!std::strcmp(v, "timed")) c.mode = mode::timed;
+        else if (!std::strcmp(v, "null")) c.mode = mode::null;
+        else bad_value("XDNA_EMU_MODE", v, "exact, timed or null");
+    }
+    read_double("XDNA_EMU_DISPATCH_US", &c.dispatch_us, 0.0);
+    read_double("XDNA_EMU_QUEUED_US", &c.queued_us, 0.0);
+    read_double("XDNA_EMU_BF16_GFLOPS", &c.bf16_gflops, 1e-3);
+    read_double("XDNA_EMU_INT8_GOPS", &c.int8_gops, 1e-3);
+    read_int("XDNA_EMU_THREADS", &c.threads, 1, 256);
+    read_int("XDNA_EMU_HWCTX_LIMIT", &c.hwctx_limit, 1, 64);
+    read_int("XDNA_EMU_OTHER_CONTEXTS", &c.other_contexts, 0, 64);
+    size_t heap_mb = c.heap_bytes >> 20;
+    read_int("XDNA_EMU_HEAP_MB", &heap_mb, 1, 4096);
+    c.heap_bytes = heap_mb << 20;
+    if (const char* v = env("XDNA_EMU_FAULT")) {
+        if (!std::strcmp(v, "none")) c.fault = fault::none;
+        else if (!std::strcmp(v, "error")) c.fault = fault::error;
+        else if (!std::strcmp(v, "timeout")) c.fault = fault::timeout;
+        else if (!std::strcmp(v, "nan")) c.fault = fault::nan;
+        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout or nan");
+    }
+    read_int("XDNA_EMU_FAULT_AFTER", &c.fault_after, 0, 1LL << 40);
+    read_int("XDNA_EMU_FAULT_COUNT", &c.fault_count, 0, 1LL << 40);
+    read_int("XDNA_EMU_HANG_MS", &c.hang_ms, 0, 3600 * 1000);
+    if (const char* v = env("XDNA_EMU_CHECK_SYNC")) {
+        c.check_sync = std::strcmp(v, "0") != 0;
+    }
+    return c;
+}
+
+std::string config::describe() const {
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "mode %s, dispatch %.0f us (%.0f us when queued), bf16 %.0f GFLOP/s, int8 %.0f GOP/s, %d hardware contexts (%d held "
+                  "elsewhere), heap %zu MiB, %d thread(s), fault %s",
+                  mode_name(mode), dispatch_us, queued_us, bf16_gflops, int8_gops, hwctx_limit, other_contexts, heap_bytes >> 20,
+                  threads, fault_name(fault));
+    std::string s = buf;
+    if (fault != fault::none) {
+        s += " after " + std::to_string(fault_after) + " run(s), " +
+             (fault_count ? std::to_string(fault_count) + " time(s)" : std::string("from then on"));
+    }
+    return s;
+}
+
+} // namespace xdna_emu

@@ -1,0 +1,43 @@
+// The software XDNA1's own settings, read from XDNA_EMU_* environment variables when a device is opened.
+// They describe the emulated machine (mode, modelled speed, context limit, other processes, injected faults);
+// the runtime that drives the device never reads them. docs/emulator.md lists them all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace xdna_emu {
+
+enum class mode { exact, timed, null };
+enum class fault { none, error, timeout, nan };
+
+struct config {
+    enum mode mode = mode::exact;
+    double dispatch_us = 150.0;     // per launch: Linux measurements 90-148 us, the spec's Windows figure 180 us
+    double queued_us = 35.0;        // between back-to-back queued launches (xrt-smi validate: 28,243 runs/s)
+    double bf16_gflops = 3140.0;    // whole-array bf16 (GEMM paper, XDNA best)
+    double int8_gops = 6760.0;      // whole-array int8 (GEMM paper, XDNA best)
+    int threads = 1;                // threads the arithmetic may use
+    int hwctx_limit = 6;            // npu1 driver limit, system-wide
+    int other_contexts = 0;         // contexts held by other processes
+    size_t heap_bytes = 64u << 20;  // instruction (device) heap per process
+    enum fault fault = fault::none;
+    uint64_t fault_after = 0;       // runs that succeed before the first faulty one
+    uint64_t fault_count = 1;       // faulty runs in a row (0: all from then on)
+    int hang_ms = 0;                // a "timeout" run completes by itself after this long (0: only when aborted)
+    int log_level = 1;              // 0 errors, 1 warnings and the device banner, 2 every run
+    bool check_sync = true;         // warn when a run reads bytes whose host copy was never synced
+
+    // Reads the environment; an unparsable value is reported on stderr and the default kept.
+    static config from_env();
+    std::string describe() const;
+};
+
+const char* mode_name(enum mode m);
+const char* fault_name(enum fault f);
+
+// Emulator log lines all start with "[xdna-emu]" so that nobody mistakes them for the hardware's.
+void log(int level, int threshold, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+} // namespace xdna_emu

@@ -1,0 +1,310 @@
+// The emulated NPU: hardware contexts, the instruction heap, and the in-order command queue that checks each
+// run's argument contract and computes its block (see docs/emulator.md for what is checked and modelled).
+#include "emu_impl.h"
+#include "emu_matmul.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace xdna_emu {
+
+namespace {
+
+std::atomic<bool> g_stopping{false};
+
+// Argument positions of the aiecc NPU kernel: opcode, instructions, instruction count, then bo0..bo4.
+constexpr size_t ARG_OPCODE = 0, ARG_INSTR = 1, ARG_NINSTR = 2, ARG_A = 3, ARG_B = 4, ARG_C = 5;
+
+struct checked_run {
+    gemm_block block;
+    xrt::bo_impl* instr = nullptr;
+    xrt::bo_impl* a = nullptr;
+    xrt::bo_impl* b = nullptr;
+    xrt::bo_impl* c = nullptr;
+    size_t instr_bytes = 0, a_bytes = 0, b_bytes = 0, c_bytes = 0;
+};
+
+std::string arg_label(const xrt::kernel_impl& k, size_t i) {
+    return "argument " + std::to_string(i) + " ('" + k.desc->args[i].name + "')";
+}
+
+// The kernel argument contract of an NPU run; "" when the run may go ahead.
+std::string check_run(const command& cmd, checked_run* out) {
+    const xrt::kernel_impl& k = *cmd.run->kernel;
+    const design& d = k.ctx->xclbin->design;
+    const auto& args = cmd.args;
+    if (args.size() <= ARG_C) {
+        return "kernel '" + k.desc->name + "' has too few arguments for an NPU block multiply";
+    }
+    for (size_t i = 0; i <= ARG_C; ++i) {
+        if (!args[i].set) {
+            return arg_label(k, i) + " was never set";
+        }
+    }
+    for (size_t i : {ARG_OPCODE, ARG_NINSTR}) {
+        if (args[i].is_bo) {
+            return arg_label(k, i) + " is a scalar but holds a buffer";
+        }
+    }
+    for (size_t i : {ARG_INSTR, ARG_A, ARG_B, ARG_C}) {
+        if (!args[i].is_bo) {
+            char buf[64];
+            std::snprintf(buf, sizeof(buf), "0x%" PRIx64, args[i].scalar);
+            return arg_label(k, i) + " holds the scalar " + buf +
+                   " where a buffer address belongs: the NPU would fault on it (argument order?)";
+        }
+    }
+    if (args[ARG_OPCODE].scalar != 3) {
+        return "opcode " + std::to_string(args[ARG_OPCODE].scalar) +
+               ": an XDNA1 transaction stream runs with opcode 3 (AIE2_EXEC_BUFFER_KERNEL_OP_TXN)";
+    }
+    xrt::bo_impl* instr = args[ARG_INSTR].bo.get();
+    if (!(instr->flags & XCL_BO_FLAGS_CACHEABLE)) {
+        char buf[160];
+        std::snprintf(buf, sizeof(buf),
+                      "the instruction buffer (bo#%" PRIu64 ", flags 0x%x) is not in the device heap: the firmware "
+                      "reads instructions only from XCL_BO_FLAGS_CACHEABLE buffers",
+                      instr->id, instr->flags);
+        return buf;
+    }
+    const uint64_t ninstr = args[ARG_NINSTR].scalar;
+    if (ninstr * 4 > instr->size) {
+        return "instruction count " + std::to_string(ninstr) + " exceeds the instruction buffer (" +
+               std::to_string(instr->size / 4) + " words)";
+    }
+    const std::string bad = instr_decode(d, reinterpret_cast<const uint32_t*>(instr->device), ninstr, &out->block);
+    if (!bad.empty()) {
+        return bad + (ninstr ? " (was the instruction buffer synced to the device?)" : "");
+    }
+    if (ninstr != instr_words) {
+        return "instruction count " + std::to_string(ninstr) + " differs from the stream's " +
+               std::to_string(instr_words) + " words";
+    }
+    out->instr = instr;
+    out->instr_bytes = ninstr * 4;
+    out->a = args[ARG_A].bo.get();
+    out->b = args[ARG_B].bo.get();
+    out->c = args[ARG_C].bo.get();
+    out->a_bytes = size_t(out->block.m) * out->block.k * dtype_size(d.a);
+    out->b_bytes = size_t(out->block.n) * out->block.k * dtype_size(d.b);
+    out->c_bytes = size_t(out->block.m) * out->block.n * dtype_size(d.c);
+    const struct { xrt::bo_impl* bo; size_t need; size_t arg; const char* what; } data[] = {
+        {out->a, out->a_bytes, ARG_A, "A"}, {out->b, out->b_bytes, ARG_B, "B"}, {out->c, out->c_bytes, ARG_C, "C"}};
+    for (const auto& e : data) {
+        if (e.bo->size < e.need) {
+            return arg_label(k, e.arg) + " (" + e.what + ") holds " + std::to_string(e.bo->size) + " bytes, the " +
+                   std::to_string(out->block.m) + "x" + std::to_string(out->block.k) + "x" +
+                   std::to_string(out->block.n) + " block needs " + std::to_string(e.need) +
+                   ": the NPU would read or write past it (argument order?)";
+        }
+    }
+    if (out->a == out->b || out->a == out->c || out->b == out->c || instr == out->a || instr == out->b ||
+        instr == out->c) {
+        return "two arguments of one run share a buffer; inputs and outputs of a dispatch must not alias";
+    }
+    return "";
+}
+
+void warn_unsynced(const command& cmd, xrt::bo_impl* bo, size_t bytes, size_t arg, int log_level) {
+    if (bo->warned_unsynced || !std::memcmp(bo->host, bo->device, bytes)) {
+        return;
+    }
+    bo->warned_unsynced = true;
+    log(1, log_level,
+        "warning: run #%" PRIu64 " reads bo#%" PRIu64 " (%s) whose host copy differs from its device copy: "
+        "sync(XCL_BO_SYNC_BO_TO_DEVICE) missing? The NPU is not cache-coherent and uses the device copy.",
+        cmd.serial, bo->id, arg_label(*cmd.run->kernel, arg).c_str());
+}
+
+double block_seconds(const design& d, const gemm_block& b, const config& cfg) {
+    const double ops = 2.0 * b.m * b.n * b.k;
+    const double rate = (d.a == dtype::i8 && d.b == dtype::i8) ? cfg.int8_gops : cfg.bf16_gflops;
+    return ops / (rate * 1e9);
+}
+
+} // namespace
+
+npu& npu::get() {
+    // Never destroyed, so that buffers and contexts released late in process exit still find it; only the
+    // executor thread is stopped (at exit, or when the library holding the emulator is unloaded).
+    static npu* instance = new npu();
+    static struct stopper {
+        ~stopper() { instance->stop(); }
+    } stop_at_exit;
+    return *instance;
+}
+
+void npu::stop() {
+    {
+        std::lock_guard<std::mutex> lock(m_mu);
+        m_stopping = true;
+    }
+    g_stopping = true;
+    m_cv.notify_all();
+    if (m_thread.joinable()) {
+        m_thread.join();
+    }
+}
+
+void npu::acquire_context(const config& cfg) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    if (m_contexts + cfg.other_contexts >= cfg.hwctx_limit) {
+        log(1, cfg.log_level, "no free hardware context: %d in this process, %d elsewhere, limit %d", m_contexts,
+            cfg.other_contexts, cfg.hwctx_limit);
+        // What the out-of-tree amdxdna driver answers when its contexts are gone.
+        throw std::system_error(ENOENT, std::generic_category(), "DRM_IOCTL_AMDXDNA_CREATE_HWCTX IOCTL failed (err=-2)");
+    }
+    ++m_contexts;
+}
+
+void npu::release_context() {
+    std::lock_guard<std::mutex> lock(m_mu);
+    --m_contexts;
+}
+
+int npu::contexts_in_use() {
+    std::lock_guard<std::mutex> lock(m_mu);
+    return m_contexts;
+}
+
+void npu::heap_alloc(size_t bytes, const config& cfg) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    if (m_heap_used + bytes > cfg.heap_bytes) {
+        log(1, cfg.log_level, "instruction heap exhausted: %zu KiB used of %zu KiB, %zu KiB more asked",
+            m_heap_used >> 10, cfg.heap_bytes >> 10, bytes >> 10);
+        throw std::system_error(ENOMEM, std::generic_category(), "DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL failed (err=-12)");
+    }
+    m_heap_used += bytes;
+}
+
+void npu::heap_free(size_t bytes) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_heap_used -= bytes;
+}
+
+uint64_t npu::next_buffer(size_t bytes, uint64_t* id) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    const uint64_t addr = m_next_address;
+    m_next_address += (bytes + 4095) / 4096 * 4096;
+    *id = m_next_id++;
+    return addr;
+}
+
+void npu::submit(std::shared_ptr<command> cmd) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    if (!m_thread.joinable()) {
+        m_thread = std::thread(&npu::executor, this);
+    }
+    m_queue.push_back(std::move(cmd));
+    m_cv.notify_all();
+}
+
+void npu::executor() {
+    for (;;) {
+        std::shared_ptr<command> cmd;
+        {
+            std::unique_lock<std::mutex> lock(m_mu);
+            m_cv.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+            if (m_stopping) {
+                return;   // the queue's runs are destroyed with it; nobody can wait for them any more
+            }
+            cmd = std::move(m_queue.front());
+            m_queue.pop_front();
+        }
+        const ert_cmd_state final_state = execute(*cmd);
+        cmd->run.reset();   // the run, its kernel and hardware context may go now
+        std::lock_guard<std::mutex> lock(cmd->status->mu);
+        cmd->status->state = (cmd->status->abort_requested && final_state == ERT_CMD_STATE_COMPLETED)
+                                 ? ERT_CMD_STATE_ABORT : final_state;
+        cmd->status->cv.notify_all();
+    }
+}
+
+ert_cmd_state npu::execute(command& cmd) {
+    xrt::run_impl& run = *cmd.run;
+    xrt::run_status& status = *cmd.status;
+    const config& cfg = run.kernel->ctx->dev->cfg;
+    const design& d = run.kernel->ctx->xclbin->design;
+    {
+        std::lock_guard<std::mutex> lock(status.mu);
+        if (status.abort_requested) {
+            return ERT_CMD_STATE_ABORT;
+        }
+        status.state = ERT_CMD_STATE_RUNNING;
+    }
+    checked_run cr;
+    const std::string bad = check_run(cmd, &cr);
+    if (!bad.empty()) {
+        log(0, cfg.log_level, "run #%" PRIu64 " of '%s' (%s) fails with ERT_CMD_STATE_ERROR: %s", cmd.serial,
+            run.kernel->desc->name.c_str(), d.name.c_str(), bad.c_str());
+        return ERT_CMD_STATE_ERROR;
+    }
+    if (cfg.check_sync && cfg.mode != mode::null) {
+        warn_unsynced(cmd, cr.instr, cr.instr_bytes, ARG_INSTR, cfg.log_level);
+        warn_unsynced(cmd, cr.a, cr.a_bytes, ARG_A, cfg.log_level);
+        warn_unsynced(cmd, cr.b, cr.b_bytes, ARG_B, cfg.log_level);
+    }
+    if (cmd.fault == fault::error) {
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " fails with ERT_CMD_STATE_ERROR", cmd.serial);
+        return ERT_CMD_STATE_ERROR;
+    }
+    if (cmd.fault == fault::timeout) {
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs until aborted%s", cmd.serial,
+            cfg.hang_ms ? " or its hang time passes" : "");
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.hang_ms);
+        std::unique_lock<std::mutex> lock(status.mu);
+        while (!status.abort_requested && !g_stopping &&
+               (cfg.hang_ms == 0 || std::chrono::steady_clock::now() < until)) {
+            status.cv.wait_for(lock, std::chrono::milliseconds(5));
+        }
+        if (status.abort_requested || g_stopping) {
+            return ERT_CMD_STATE_ABORT;
+        }
+    }
+
+    // The modelled device: a launch starts its dispatch latency after submission on an idle NPU; behind another
+    // launch it starts a (shorter) queued gap after that one finishes, the firmware having fetched it meanwhile.
+    const auto dispatch = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double, std::micro>(cfg.dispatch_us));
+    const auto gap = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double, std::micro>(cfg.queued_us));
+    const auto busy = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(block_seconds(d, cr.block, cfg)));
+    std::chrono::steady_clock::time_point done;
+    {
+        std::lock_guard<std::mutex> lock(m_mu);
+        const auto start = std::max(cmd.submitted + dispatch, m_busy_until + gap);
+        done = start + busy;
+        m_busy_until = done;
+    }
+
+    const auto t0 = std::chrono::steady_clock::now();
+    if (cfg.mode != mode::null) {
+        gemm_args g{d.a, d.b, d.c, cr.a->device, cr.b->device, cr.c->device, cr.block.m, cr.block.n, cr.block.k,
+                    cfg.threads};
+        gemm_compute(g);
+    }
+    if (cmd.fault == fault::nan) {
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " returns NaN", cmd.serial);
+        const size_t count = size_t(cr.block.m) * cr.block.n;
+        if (d.c == dtype::f32) {
+            float* c = reinterpret_cast<float*>(cr.c->device);
+            std::fill(c, c + count, std::numeric_limits<float>::quiet_NaN());
+        } else {
+            int32_t* c = reinterpret_cast<int32_t*>(cr.c->device);
+            std::fill(c, c + count, std::numeric_limits<int32_t>::min());
+        }
+    }
+    if (cfg.mode != mode::exact) {
+        std::this_thread::sleep_until(done);
+    }
+    log(2, cfg.log_level, "run #%" PRIu64 ": %s %ux%ux%u in %.3f ms", cmd.serial, d.name.c_str(), cr.block.m,
+        cr.block.k, cr.block.n,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    return ERT_CMD_STATE_COMPLETED;
+}
+
+} // namespace xdna_emu

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the npu1 (XDNA1: Ryzen 7040/8040, 8600G/8700G) kernel set of ggml-xdna with mlir-aie, and writes the
+# kernel manifest the NPU runtime reads. See README.md in this folder: it needs an mlir-aie checkout with its
+# environment set up (Python packages, Peano), and it has not been run by the project (no machine here has it).
+#
+#   kernels/build-kernels.sh --mlir-aie DIR [--out DIR] [--tokens 64,128,256,512] [--rows 256,512] [--k 1024]
+#                            [--k-complete 2048,4096] [--no-int8] [--xclbin-per-block] [--jobs N]
+#
+# Designs (mlir-aie programming_examples/basic/matrix_multiplication/whole_array, 4 columns, B column-major):
+#   bf16: bf16 x bf16 -> f32, core tile 16 x 64 x 64
+#   i8:   i8 x i8 -> i32,     core tile 16 x 128 x 64
+# Each (tokens, rows) block is one whole_array build; its instruction stream goes into the manifest. By default
+# the blocks of one design share one xclbin (the one built for the largest block), which is what lets one
+# hardware context serve every block size: the core program depends on K and the tile only. Check that on the
+# hardware with xdna-npu-smoke; --xclbin-per-block gives every block its own xclbin (and context) instead.
+set -euo pipefail
+
+mlir_aie="" out="" tokens="64,128,256,512" rows="256,512" ks="1024" k_complete="" int8=1 per_block=0 jobs=2
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --mlir-aie) mlir_aie="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --tokens) tokens="$2"; shift 2 ;;
+        --rows) rows="$2"; shift 2 ;;
+        --k) ks="$2"; shift 2 ;;
+        --k-complete) k_complete="$2"; shift 2 ;;
+        --no-int8) int8=0; shift ;;
+        --xclbin-per-block) per_block=1; shift ;;
+        --jobs) jobs="$2"; shift 2 ;;
+        *) echo "build-kernels.sh: unknown option '$1' (see the header of this script)" >&2; exit 2 ;;
+    esac
+done
+
+[ -n "$mlir_aie" ] || { echo "build-kernels.sh: --mlir-aie DIR (an mlir-aie source checkout) is required" >&2; exit 2; }
+whole_array="$mlir_aie/programming_examples/basic/matrix_multiplication/whole_array"
+[ -f "$whole_array/Makefile" ] || { echo "build-kernels.sh: no whole_array example under '$mlir_aie'" >&2; exit 2; }
+command -v aiecc.py >/dev/null || { echo "build-kernels.sh: aiecc.py not on PATH: set up the mlir-aie environment first" >&2; exit 2; }
+[ -n "${PEANO_INSTALL_DIR:-}" ] || { echo "build-kernels.sh: PEANO_INSTALL_DIR is not set (mlir-aie's env setup sets it)" >&2; exit 2; }
+out="${out:-$(pwd)/kernels-npu1}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+work="$out/work"
+mkdir -p "$work"
+
+IFS=, read -r -a token_list <<< "$tokens"
+IFS=, read -r -a row_list <<< "$rows"
+IFS=, read -r -a k_list <<< "$ks"
+if [ -n "$k_complete" ]; then IFS=, read -r -a kc_list <<< "$k_complete"; else kc_list=(); fi
+
+# name dtype_in dtype_out m k n K
+designs=()
+for K in "${k_list[@]}" "${kc_list[@]}"; do designs+=("bf16_k$K bf16 f32 16 64 64 $K"); done
+if [ "$int8" = 1 ]; then
+    for K in "${k_list[@]}"; do designs+=("i8_k$K i8 i32 16 128 64 $K"); done
+fi
+
+blocks_file="$out/blocks.txt"   # design T R xclbin instr, one line per built block
+: > "$blocks_file"
+failed=0
+for d in "${designs[@]}"; do
+    read -r name din dout tm tk tn K <<< "$d"
+    rm -f "$whole_array/build/mm_${tm}x${tk}x${tn}.o"
+    for T in "${token_list[@]}"; do
+        for R in "${row_list[@]}"; do
+            # The example builds into its own build/ folder; block outputs carry the size in their names, the
+            # core kernel object only the tile, so it is rebuilt once per design (the data types differ).
+            dir="$whole_array"
+            suffix="${T}x${K}x${R}_${tm}x${tk}x${tn}_4c"
+            log="$work/${name}_t${T}_r${R}.log"
+            echo "== $name: $T tokens x $K x $R rows"
+            if ! make -C "$dir" -j"$jobs" M="$T" K="$K" N="$R" m="$tm" k="$tk" n="$tn" n_aie_cols=4 b_col_maj=1 \
+                    dtype_in="$din" dtype_out="$dout" "build/final_${suffix}.xclbin" > "$log" 2>&1; then
+                echo "   FAILED (see $log); the block is left out of the manifest" >&2
+                failed=$((failed + 1))
+                continue
+            fi
+            instr=""
+            for cand in "$dir/build/insts_${suffix}.bin" "$dir/build/insts_${suffix}.txt"; do
+                if [ -f "$cand" ]; then instr="$cand"; break; fi
+            done
+            [ -n "$instr" ] || { echo "   no instruction file in $dir/build" >&2; failed=$((failed + 1)); continue; }
+            mkdir -p "$out/$name"
+            cp "$dir/build/final_${suffix}.xclbin" "$out/$name/t${T}_r${R}.xclbin"
+            ext="${instr##*.}"
+            cp "$instr" "$out/$name/t${T}_r${R}.$ext"
+            echo "$name $din $dout $K $T $R $name/t${T}_r${R}.xclbin $name/t${T}_r${R}.$ext" >> "$blocks_file"
+        done
+    done
+done
+
+python3 - "$out" "$blocks_file" "$per_block" <<'PY'
+import json, shutil, sys
+out, blocks_file, per_block = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+rows = [line.split() for line in open(blocks_file) if line.strip()]
+designs = {}
+for name, din, dout, K, T, R, xclbin, instr in rows:
+    key = f"{name}_t{T}_r{R}" if per_block else name
+    d = designs.setdefault(key, {"name": key, "xclbin": xclbin, "kernel": "MLIR_AIE", "a": din, "b": din,
+                                 "c": dout, "b_layout": "nk", "k": int(K), "blocks": [], "_largest": 0})
+    d["blocks"].append({"name": f"{name}_t{T}_r{R}", "tokens": int(T), "rows": int(R), "instr": instr})
+    if not per_block and int(T) * int(R) > d["_largest"]:
+        d["_largest"], d["xclbin"] = int(T) * int(R), xclbin
+for d in designs.values():
+    if not per_block:
+        shutil.copyfile(f"{out}/{d['xclbin']}", f"{out}/{d['name']}.xclbin")
+        d["xclbin"] = f"{d['name']}.xclbin"
+    del d["_largest"]
+manifest = {"format": "ggml-xdna-kernels", "version": 1, "target": "npu1", "emulator": False,
+            "comment": "built by kernels/build-kernels.sh with mlir-aie whole_array",
+            "designs": list(designs.values())}
+with open(f"{out}/manifest.json", "w") as f:
+    json.dump(manifest, f, indent=2)
+print(f"{len(rows)} blocks in {len(designs)} designs -> {out}/manifest.json")
+PY
+if [ "$failed" -gt 0 ]; then
+    echo "build-kernels.sh: $failed block(s) failed to build and are missing from the manifest" >&2
+fi
+echo "Check every kernel on the NPU: xdna-npu-smoke --kernels $out/manifest.json --check"

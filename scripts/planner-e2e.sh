@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# End to end: the auto split against the fixed NPU shares 0, 0.25, 0.5, 0.75 and 1, with the emulated NPU in null mode
+# (modelled NPU time, no arithmetic, so the emulated NPU does not take the CPU worker's cores) at two speeds: one
+# faster than the CPU and one slower. For each speed it runs llama-bench -p 512 -n 0 on a generated model for every
+# configuration, interleaved, in PASSES passes, prints the table of prompt tokens/s, and checks that auto reaches at
+# least MIN_RATIO (0.97) of the best fixed share, and that next to the slow NPU auto gives it little or nothing.
+#
+# Environment (all optional):
+#   BUILD        the plugin's build directory (default: build); the llama.cpp binaries are taken from its
+#                configuration (LLAMA_BUILD), or from LLAMA_BIN / LLAMA_SRC
+#   MODEL TYPE LAYERS   the generated model (default: qwen3-0.6b Q4_0, 4 layers); see xdna-gen-model --list
+#   THREADS      llama-bench -t (default: all cores)      REPS: llama-bench -r (default 3)      PASSES (default 2)
+#   SHARES       the fixed shares to compare (default "0 0.25 0.5 0.75 1")
+#   FAST_NPU, SLOW_NPU  the emulator settings of the two NPU speeds, e.g. "XDNA_EMU_BF16_GFLOPS=90 XDNA_EMU_INT8_GOPS=90".
+#                Default: calibrated on this machine: the CPU's rate in the plugin at share 0 (prompt tokens/s times
+#                the model's matrix-multiply FLOP per token) times FAST_RATIO (1.5) or SLOW_RATIO (0.2)
+#   MIN_RATIO    auto / best fixed share that must be reached (default 0.97)
+#   SLOW_MAX_NPU the most of the rows auto may give the slow NPU (default 0.2)
+#   REQUIRE_NPU  0 skips the check that the NPU worker took part (to try the script without one)
+#   Any XDNA_EMU_* or GGML_XDNA_* variable set outside is passed on (e.g. XDNA_EMU_DISPATCH_US).
+# Exit status: 0 when both checks pass for both speeds, 1 otherwise, 2 when the setup is wrong.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${BUILD:-$root/build}
+model_name=${MODEL:-qwen3-0.6b} type=${TYPE:-Q4_0} layers=${LAYERS:-4}
+threads=${THREADS:-$(nproc)} reps=${REPS:-3} passes=${PASSES:-2}
+shares=(${SHARES:-0 0.25 0.5 0.75 1})
+min_ratio=${MIN_RATIO:-0.97} slow_max_npu=${SLOW_MAX_NPU:-0.2}
+
+die() { echo "planner-e2e: $*" >&2; exit 2; }
+cache_var() { sed -n "s/^$1:PATH=//p" "$build/CMakeCache.txt" 2>/dev/null; }
+llama_bin=${LLAMA_BIN:-$(cache_var LLAMA_BUILD)/bin}
+llama_src=${LLAMA_SRC:-$(cache_var LLAMA_SRC)}
+plugin=$build/bin/libggml-xdna.so gen=$build/bin/xdna-gen-model
+[[ -f "$plugin" ]] || die "no plugin at $plugin (build first: scripts/build.sh)"
+[[ -x "$gen" ]] || die "no model generator at $gen"
+[[ -x "$llama_bin/llama-bench" ]] || die "no llama-bench in '$llama_bin' (set LLAMA_BIN)"
+
+model=$("$gen" --model "$model_name" --type "$type" --layers "$layers" --llama-src "$llama_src" --llama-bin "$llama_bin")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# llama-bench's prompt tokens/s for one configuration; its report file (what each worker did) is kept in $work
+bench() {   # bench <tag> <env assignments...>
+    local tag=$1; shift
+    rm -f "$work/$tag.report"
+    env "$@" GGML_BACKEND_PATH="$plugin" GGML_XDNA_REPORT="$work/$tag.report" \
+        "$llama_bin/llama-bench" -m "$model" -p 512 -n 0 -r "$reps" -t "$threads" -o jsonl \
+        >"$work/$tag.jsonl" 2>"$work/$tag.err" || { tail -20 "$work/$tag.err" >&2; die "llama-bench failed ($tag)"; }
+    grep -oE '"avg_ts": *[0-9.eE+-]+' "$work/$tag.jsonl" | head -1 | grep -oE '[0-9.eE+-]+$' || true
+}
+
+# the share of all rows the NPU computed in a run, from the backends' summaries in its report ("npu: R rows" against
+# every worker's rows; the planner's own line, if there, repeats them and is left out)
+npu_fraction() {
+    [[ -f "$1" ]] || { echo "?"; return; }
+    grep -v 'planner' "$1" | grep -oE '(npu|gpu|cpu): [0-9]+ rows' |
+        awk '{ n = $2 + 0; all += n; if ($1 == "npu:") npu += n } END { if (all) printf "%.3f", npu / all; else print "?" }'
+}
+
+# Default speeds: the CPU's matrix-multiply rate in this run's setting (the plugin, all rows on the CPU worker), from
+# the prompt rate and the model's FLOP per token (dense models: q, k, v, o and the three FFN matrices per layer).
+if [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; then
+    read -r embd heads kv hdim ff experts < <("$gen" --list |
+        awk -v m="$model_name" '$1 == m { split($7, h, "/"); print $5, h[1], h[2], $8, $9, $10 }')
+    [[ -n "${embd:-}" ]] || die "model $model_name not in xdna-gen-model --list"
+    [[ "$experts" == "-" ]] || die "set FAST_NPU and SLOW_NPU for a mixture-of-experts model"
+    cpu_ts=$(bench calibrate GGML_XDNA_NPU_SHARE=0)
+    [[ -n "$cpu_ts" ]] || die "no tokens/s from the calibration run"
+    gflops=$(awk -v t="$cpu_ts" -v e="$embd" -v h="$heads" -v k="$kv" -v d="$hdim" -v f="$ff" -v l="$layers" \
+        'BEGIN { q = h * d; kvd = k * d; per_tok = 2 * l * (e * (q + 2 * kvd) + q * e + 3 * e * f);
+                 printf "%.1f", t * per_tok / 1e9 }')
+    rate() { awk -v g="$gflops" -v r="$1" 'BEGIN { printf "%.1f", g * r }'; }
+    fast=$(rate "${FAST_RATIO:-1.5}") slow=$(rate "${SLOW_RATIO:-0.2}")
+    echo "CPU at share 0: $cpu_ts prompt tokens/s = $gflops GFLOP/s of matrix multiplies"
+    FAST_NPU=${FAST_NPU:-XDNA_EMU_BF16_GFLOPS=$fast XDNA_EMU_INT8_GOPS=$fast}
+    SLOW_NPU=${SLOW_NPU:-XDNA_EMU_BF16_GFLOPS=$slow XDNA_EMU_INT8_GOPS=$slow}
+fi
+
+configs=("${shares[@]}" auto)
+status=0
+table="$work/table"
+{
+    printf '%-46s' "prompt tokens/s (llama-bench -p 512)"
+    for c in "${configs[@]}"; do printf ' %9s' "$c"; done
+    printf ' %10s %10s\n' "auto/best" "auto NPU"
+} >"$table"
+
+for speed in fast slow; do
+    [[ $speed == fast ]] && speed_env=($FAST_NPU) || speed_env=($SLOW_NPU)
+    declare -A sum=()
+    for ((p = 1; p <= passes; p++)); do
+        for c in "${configs[@]}"; do
+            share=$c; [[ $c == auto ]] && share=auto
+            ts=$(bench "$speed-$c-$p" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE="$share")
+            [[ -n "$ts" ]] || die "no tokens/s from llama-bench ($speed, share $c)"
+            sum[$c]=$(awk -v a="${sum[$c]:-0}" -v b="$ts" 'BEGIN { print a + b }')
+            echo "  $speed NPU, pass $p, share $c: $ts tokens/s (NPU took $(npu_fraction "$work/$speed-$c-$p.report") of the rows)"
+        done
+    done
+    # the NPU must really have taken part: share 1 gives it every row
+    last=${shares[${#shares[@]} - 1]}
+    frac1=$(npu_fraction "$work/$speed-$last-1.report")
+    if [[ ${REQUIRE_NPU:-1} == 1 ]] && { [[ "$frac1" == "?" ]] || awk -v f="$frac1" 'BEGIN { exit !(f == 0) }'; }; then
+        die "the NPU worker took no rows at share $last: is it built and enabled (emulator kernels found)?"
+    fi
+    best=0 best_c=
+    for c in "${shares[@]}"; do
+        m=$(awk -v s="${sum[$c]}" -v n="$passes" 'BEGIN { printf "%.2f", s / n }')
+        if awk -v a="$m" -v b="$best" 'BEGIN { exit !(a > b) }'; then best=$m best_c=$c; fi
+    done
+    auto=$(awk -v s="${sum[auto]}" -v n="$passes" 'BEGIN { printf "%.2f", s / n }')
+    ratio=$(awk -v a="$auto" -v b="$best" 'BEGIN { printf "%.3f", a / b }')
+    auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
+    {
+        printf '%-46s' "$speed NPU"
+        for c in "${configs[@]}"; do printf ' %9.2f' "$(awk -v s="${sum[$c]}" -v n="$passes" 'BEGIN { print s / n }')"; done
+        printf ' %10s %10s\n' "$ratio" "$auto_npu"
+    } >>"$table"
+    if awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
+        echo "FAIL: $speed NPU: auto $auto tokens/s is $ratio of the best fixed share ($best_c: $best), below $min_ratio"
+        status=1
+    fi
+    if [[ $speed == slow ]] && { [[ "$auto_npu" == "?" ]] || awk -v f="$auto_npu" -v m="$slow_max_npu" 'BEGIN { exit !(f > m) }'; }; then
+        echo "FAIL: slow NPU: auto gave the NPU $auto_npu of the rows (at most $slow_max_npu expected)"
+        status=1
+    fi
+    unset sum
+done
+
+echo
+echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes, emulated NPU in null mode"
+cat "$table"
+echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
+planner_lines=$(cat "$work"/*-auto-*.report 2>/dev/null | grep -h 'planner' | tail -2 || true)
+[[ -z "$planner_lines" ]] || { echo "planner summary of the last auto runs:"; echo "$planner_lines" | sed 's/^/  /'; }
+[[ $status == 0 ]] && echo "PASS: auto >= $min_ratio x the best fixed share at both NPU speeds"
+exit $status

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test suite's own programs under the sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer, then
+# ThreadSanitizer on the threaded parts (the device workers' threads, the warm-up, the planner, the emulator).
+# The tests that run llama.cpp's own programs are left out (those are not instrumented). CI runs this after the
+# test suite, on every submission.
+# usage: scripts/sanitize.sh [address|thread]...   (default: both)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/deps.sh"
+mapfile -t llama < <("$root/scripts/build-llama.sh")
+kinds=("$@")
+(( ${#kinds[@]} )) || kinds=(address thread)
+# the test programs of the threaded and memory-handling parts (llama.cpp's own programs are not instrumented; the
+# conversion kernels' 361 cases run under ASan+UBSan in their own suite: scripts/sanitize.sh address -- -L convert)
+select='config|claim_test|async_worker|planner_|cost_model|npu-rows|cpu_repack|NpuRuntime|NpuManifest|EmulatorXrt|EmuMatmul|gpu_worker|gpu_split|gpu_device'
+status=0
+for kind in "${kinds[@]}"; do
+    case $kind in
+        address) flags="address,undefined"; env_vars=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1) ;;
+        thread)  flags="thread"; env_vars=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1) ;;
+        *) echo "unknown sanitizer '$kind' (address or thread)"; exit 2 ;;
+    esac
+    build="$root/build-$kind"
+    echo "== $flags: building in $build"
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLAMA_SRC="${llama[0]}" \
+        -DLLAMA_BUILD="${llama[1]}" -DGGML_XDNA_SANITIZE="$flags" >/dev/null
+    cmake --build "$build" -j "${JOBS:-$(nproc)}" >/dev/null
+    echo "== $flags: running the tests"
+    (cd "$build" && env "${env_vars[@]}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" -R "$select" -LE convert) || status=1
+done
+exit $status

@@ -1,0 +1,64 @@
+// Instruction stream files (see npu_instr.h).
+#include "npu_instr.h"
+
+#include "npu_error.h"
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace xdna {
+
+static bool ends_with(const std::string& s, const char* suffix) {
+    const size_t n = std::strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::vector<uint32_t> npu_load_instr(const std::string& path) {
+    auto fail = [&path](const std::string& why) -> npu_error {
+        return npu_error(npu_errc::kernel, "instruction file '" + path + "': " + why);
+    };
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw fail("cannot open file");
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string data = ss.str();
+    std::vector<uint32_t> words;
+    if (ends_with(path, ".txt")) {
+        std::istringstream lines(data);
+        std::string line;
+        for (int no = 1; std::getline(lines, line); ++no) {
+            size_t b = 0, e = line.size();
+            while (b < e && std::isspace(static_cast<unsigned char>(line[b]))) ++b;
+            while (e > b && std::isspace(static_cast<unsigned char>(line[e - 1]))) --e;
+            if (b == e || line[b] == '#') continue;
+            std::string tok = line.substr(b, e - b);
+            if (tok.size() > 2 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X')) tok = tok.substr(2);
+            if (tok.empty() || tok.size() > 8) throw fail("line " + std::to_string(no) + ": not a 32-bit hex word");
+            for (char ch : tok) {
+                if (!std::isxdigit(static_cast<unsigned char>(ch))) {
+                    throw fail("line " + std::to_string(no) + ": not a 32-bit hex word");
+                }
+            }
+            words.push_back(static_cast<uint32_t>(std::stoul(tok, nullptr, 16)));
+        }
+    } else {
+        if (data.size() % 4) {
+            throw fail("size " + std::to_string(data.size()) + " bytes is not a whole number of 32-bit words");
+        }
+        words.resize(data.size() / 4);
+        for (size_t i = 0; i < words.size(); ++i) {
+            const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data()) + 4 * i;
+            words[i] = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+        }
+    }
+    if (words.empty()) {
+        throw fail("no instructions");
+    }
+    return words;
+}
+
+} // namespace xdna

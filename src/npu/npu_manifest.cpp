@@ -1,0 +1,195 @@
+// Parsing and checking the kernel manifest (see npu_manifest.h).
+#include "npu_manifest.h"
+
+#include "npu_error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sys/stat.h>
+#include <utility>
+
+namespace xdna {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct checker {
+    std::string path;
+    std::string dir;
+
+    [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "': " + field + ": " + why);
+    }
+
+    const json& member(const json& obj, const std::string& where, const char* key) const {
+        if (!obj.contains(key)) {
+            fail(where.empty() ? key : where + "." + key, "missing");
+        }
+        return obj[key];
+    }
+
+    std::string string_field(const json& obj, const std::string& where, const char* key) const {
+        const json& v = member(obj, where, key);
+        if (!v.is_string() || v.get<std::string>().empty()) {
+            fail(where + "." + key, "must be a non-empty string, got " + v.dump());
+        }
+        return v.get<std::string>();
+    }
+
+    int int_field(const json& obj, const std::string& where, const char* key, int multiple_of) const {
+        const json& v = member(obj, where, key);
+        if (!v.is_number_integer() || v.get<long long>() <= 0 || v.get<long long>() > (1 << 24)) {
+            fail(where + "." + key, "must be a positive integer, got " + v.dump());
+        }
+        const int x = v.get<int>();
+        if (x % multiple_of) {
+            fail(where + "." + key, "must be a multiple of " + std::to_string(multiple_of) + ", got " + std::to_string(x));
+        }
+        return x;
+    }
+
+    npu_dtype dtype_field(const json& obj, const std::string& where, const char* key) const {
+        const json& v = member(obj, where, key);
+        npu_dtype t;
+        if (!v.is_string() || !npu_dtype_parse(v.get<std::string>(), &t)) {
+            fail(where + "." + key, "unknown data type " + v.dump() + " (known: bf16, i8, f32, i32)");
+        }
+        return t;
+    }
+
+    // Resolves a file named in the manifest (relative to the manifest's folder) and checks that it exists.
+    std::string file_field(const json& obj, const std::string& where, const char* key) const {
+        const std::string name = string_field(obj, where, key);
+        const std::string full = (name[0] == '/' || dir.empty()) ? name : dir + "/" + name;
+        struct stat st;
+        if (stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            fail(where + "." + key, "file '" + full + "' not found");
+        }
+        return full;
+    }
+};
+
+} // namespace
+
+npu_manifest npu_manifest::load(const std::string& path) {
+    checker ck{path, ""};
+    const size_t slash = path.find_last_of('/');
+    if (slash != std::string::npos) {
+        ck.dir = slash == 0 ? "/" : path.substr(0, slash);
+    }
+    std::ifstream in(path);
+    if (!in) {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "': cannot open file");
+    }
+    json doc;
+    try {
+        doc = json::parse(in);
+    } catch (const json::exception& e) {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "': not valid JSON: " + e.what());
+    }
+    if (!doc.is_object()) {
+        ck.fail("(top level)", "must be a JSON object");
+    }
+    if (ck.string_field(doc, "", "format") != "ggml-xdna-kernels") {
+        ck.fail("format", "must be \"ggml-xdna-kernels\"");
+    }
+    if (!ck.member(doc, "", "version").is_number_integer() || doc["version"].get<int>() != 1) {
+        ck.fail("version", "must be 1, got " + doc["version"].dump());
+    }
+    npu_manifest m;
+    m.m_path = path;
+    if (doc.contains("emulator")) {
+        if (!doc["emulator"].is_boolean()) ck.fail("emulator", "must be true or false");
+        m.m_emulator = doc["emulator"].get<bool>();
+    }
+    const json& designs = ck.member(doc, "", "designs");
+    if (!designs.is_array() || designs.empty()) {
+        ck.fail("designs", "must be a non-empty array");
+    }
+    std::set<std::string> design_names, kernel_names;
+    for (size_t di = 0; di < designs.size(); ++di) {
+        const json& jd = designs[di];
+        const std::string dw = "designs[" + std::to_string(di) + "]";
+        if (!jd.is_object()) ck.fail(dw, "must be an object");
+        npu_design d;
+        d.index = static_cast<int>(di);
+        d.name = ck.string_field(jd, dw, "name");
+        if (!design_names.insert(d.name).second) ck.fail(dw + ".name", "duplicate design name '" + d.name + "'");
+        d.xclbin_path = ck.file_field(jd, dw, "xclbin");
+        d.kernel_name = ck.string_field(jd, dw, "kernel");
+        d.a = ck.dtype_field(jd, dw, "a");
+        d.b = ck.dtype_field(jd, dw, "b");
+        d.c = ck.dtype_field(jd, dw, "c");
+        const bool ok = (d.a == npu_dtype::bf16 && d.b == npu_dtype::bf16 && d.c == npu_dtype::f32) ||
+                        (d.a == npu_dtype::i8 && d.b == npu_dtype::i8 && d.c == npu_dtype::i32) ||
+                        (d.a == npu_dtype::bf16 && d.b == npu_dtype::i8 && d.c == npu_dtype::f32);
+        if (!ok) {
+            ck.fail(dw + ".c", std::string("unsupported combination ") + npu_dtype_name(d.a) + " x " +
+                                   npu_dtype_name(d.b) + " -> " + npu_dtype_name(d.c) +
+                                   " (supported: bf16 x bf16 -> f32, i8 x i8 -> i32, bf16 x i8 -> f32)");
+        }
+        if (ck.string_field(jd, dw, "b_layout") != "nk") {
+            ck.fail(dw + ".b_layout", "must be \"nk\" (weights stored rows x k, row-major)");
+        }
+        d.k = ck.int_field(jd, dw, "k", 8);
+        const json& blocks = ck.member(jd, dw, "blocks");
+        if (!blocks.is_array() || blocks.empty()) ck.fail(dw + ".blocks", "must be a non-empty array");
+        std::set<std::pair<int, int>> shapes;
+        for (size_t bi = 0; bi < blocks.size(); ++bi) {
+            const json& jb = blocks[bi];
+            const std::string bw = dw + ".blocks[" + std::to_string(bi) + "]";
+            if (!jb.is_object()) ck.fail(bw, "must be an object");
+            npu_kernel k;
+            k.index = static_cast<int>(m.m_kernels.size());
+            k.design = d.index;
+            k.name = ck.string_field(jb, bw, "name");
+            if (!kernel_names.insert(k.name).second) ck.fail(bw + ".name", "duplicate kernel name '" + k.name + "'");
+            k.tokens = ck.int_field(jb, bw, "tokens", 16);
+            k.rows = ck.int_field(jb, bw, "rows", 16);
+            k.k = d.k;
+            k.a = d.a;
+            k.b = d.b;
+            k.c = d.c;
+            if (!shapes.insert({k.tokens, k.rows}).second) {
+                ck.fail(bw, "a second block of " + std::to_string(k.tokens) + " tokens x " + std::to_string(k.rows) +
+                                " rows in the same design");
+            }
+            k.instr_path = ck.file_field(jb, bw, "instr");
+            d.kernels.push_back(k.index);
+            m.m_kernels.push_back(std::move(k));
+        }
+        m.m_designs.push_back(std::move(d));
+    }
+    return m;
+}
+
+const npu_kernel* npu_manifest::find(npu_dtype a, npu_dtype b, int tokens, int k, int rows) const {
+    for (const npu_kernel& kn : m_kernels) {
+        if (kn.a == a && kn.b == b && kn.tokens == tokens && kn.k == k && kn.rows == rows) return &kn;
+    }
+    return nullptr;
+}
+
+const npu_kernel* npu_manifest::find(const std::string& name) const {
+    for (const npu_kernel& kn : m_kernels) {
+        if (kn.name == name) return &kn;
+    }
+    return nullptr;
+}
+
+std::vector<const npu_kernel*> npu_manifest::kernels_for(npu_dtype a, npu_dtype b) const {
+    std::vector<const npu_kernel*> out;
+    for (const npu_kernel& kn : m_kernels) {
+        if (kn.a == a && kn.b == b) out.push_back(&kn);
+    }
+    std::sort(out.begin(), out.end(), [](const npu_kernel* x, const npu_kernel* y) {
+        return x->tokens != y->tokens ? x->tokens < y->tokens : x->rows < y->rows;
+    });
+    return out;
+}
+
+} // namespace xdna

@@ -1,0 +1,392 @@
+// The NPU runtime (see npu_runtime.h): device, hardware contexts with least-recently-used unloading,
+// instruction and data buffers, launches and waits, and the translation of every XRT failure into npu_error.
+#include "npu_runtime.h"
+
+#include "npu_instr.h"
+
+#include <cstdio>
+#include <exception>
+#include <system_error>
+
+namespace xdna {
+
+// One design in a hardware context: the context, its kernel and one instruction buffer per block.
+struct npu_loaded_design {
+    int design = 0;
+    xrt::hw_context ctx;
+    xrt::kernel kernel;
+    std::vector<xrt::bo> instr;        // by position in npu_design::kernels
+    std::vector<uint32_t> instr_words; // word count of each
+    uint64_t last_used = 0;
+};
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string fmt_ms(double ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.2f ms", ms);
+    return buf;
+}
+
+const char* state_name(ert_cmd_state s) {
+    switch (s) {
+        case ERT_CMD_STATE_NEW:        return "ERT_CMD_STATE_NEW";
+        case ERT_CMD_STATE_QUEUED:     return "ERT_CMD_STATE_QUEUED";
+        case ERT_CMD_STATE_RUNNING:    return "ERT_CMD_STATE_RUNNING";
+        case ERT_CMD_STATE_COMPLETED:  return "ERT_CMD_STATE_COMPLETED";
+        case ERT_CMD_STATE_ERROR:      return "ERT_CMD_STATE_ERROR";
+        case ERT_CMD_STATE_ABORT:      return "ERT_CMD_STATE_ABORT";
+        case ERT_CMD_STATE_SUBMITTED:  return "ERT_CMD_STATE_SUBMITTED";
+        case ERT_CMD_STATE_TIMEOUT:    return "ERT_CMD_STATE_TIMEOUT";
+        case ERT_CMD_STATE_NORESPONSE: return "ERT_CMD_STATE_NORESPONSE";
+        default:                       return "an unknown state";
+    }
+}
+
+} // namespace
+
+// ---- buffers ----
+
+void npu_buffer::sync_to_device(size_t bytes, size_t offset) {
+    if (!m_bo) throw npu_error(npu_errc::buffer, "sync of an empty NPU buffer");
+    if (bytes == SIZE_MAX) bytes = offset <= m_size ? m_size - offset : 0;
+    try {
+        m_bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, bytes, offset);
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::buffer, std::string("sync to the NPU failed: ") + e.what());
+    }
+}
+
+void npu_buffer::sync_from_device(size_t bytes, size_t offset) {
+    if (!m_bo) throw npu_error(npu_errc::buffer, "sync of an empty NPU buffer");
+    if (bytes == SIZE_MAX) bytes = offset <= m_size ? m_size - offset : 0;
+    try {
+        m_bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE, bytes, offset);
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::buffer, std::string("sync from the NPU failed: ") + e.what());
+    }
+}
+
+// ---- opening ----
+
+npu_runtime::npu_runtime(const npu_options& opts) : m_opts(opts) {}
+
+npu_runtime::~npu_runtime() = default;
+
+std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
+    if (opts.context_budget < 1) {
+        throw npu_error(npu_errc::config, "NPU context budget must be at least 1, got " +
+                                              std::to_string(opts.context_budget));
+    }
+    if (opts.timeout_ms < 0) {
+        throw npu_error(npu_errc::config, "NPU timeout must be >= 0 ms, got " + std::to_string(opts.timeout_ms));
+    }
+    std::unique_ptr<npu_runtime> rt(new npu_runtime(opts));
+    std::string path = opts.manifest_path.empty() ? npu_default_manifest_path() : opts.manifest_path;
+    if (path.empty()) {
+        throw npu_error(npu_errc::manifest, "no NPU kernel manifest given and none found next to the library "
+                                            "(kernels/manifest.json)");
+    }
+    rt->m_manifest = npu_manifest::load(path);
+    const size_t nd = rt->m_manifest.designs().size();
+    rt->m_xclbins.resize(nd);
+    rt->m_registered.assign(nd, false);
+    rt->m_loaded.resize(nd);
+    rt->m_instr.resize(rt->m_manifest.kernels().size());
+    try {
+        rt->m_device = xrt::device(0u);
+        rt->m_device_name = rt->m_device.get_info<xrt::info::device::name>();
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::device, std::string("cannot open NPU device 0: ") + e.what() +
+                                              " (is the amdxdna driver loaded and XRT installed?)");
+    }
+    rt->m_emulated = rt->m_device_name.find("emulator") != std::string::npos;
+    rt->m_results_valid = rt->m_device_name.find("results invalid") == std::string::npos;
+    if (!rt->m_manifest.emulator_kernels() && rt->m_emulated) {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists hardware kernels, but the device is "
+                                            "the software XDNA1 emulator, which runs only its own kernel set (the "
+                                            "build's kernels/manifest.json)");
+    }
+    if (rt->m_manifest.emulator_kernels() && !rt->m_emulated) {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists the software emulator's kernels, "
+                                            "but the device is '" + rt->m_device_name + "'; build the real kernels "
+                                            "(kernels/README.md)");
+    }
+    rt->log(npu_log_level::info, "NPU '" + rt->m_device_name + "', kernels from '" + path + "' (" +
+                                     std::to_string(nd) + " designs, " +
+                                     std::to_string(rt->m_manifest.kernels().size()) + " blocks), context budget " +
+                                     std::to_string(opts.context_budget));
+    return rt;
+}
+
+void npu_runtime::log(npu_log_level level, const std::string& msg) const {
+    if (level == npu_log_level::debug && !m_opts.debug) {
+        return;
+    }
+    if (m_opts.log) {
+        m_opts.log(level, msg);
+        return;
+    }
+    if (level == npu_log_level::info && !m_opts.debug) {
+        return;
+    }
+    std::fprintf(stderr, "xdna-npu: %s\n", msg.c_str());
+}
+
+// ---- hardware contexts ----
+
+const std::vector<uint32_t>& npu_runtime::instr_words(const npu_kernel& k) {
+    std::vector<uint32_t>& w = m_instr[k.index];
+    if (w.empty()) {
+        w = npu_load_instr(k.instr_path);
+    }
+    return w;
+}
+
+bool npu_runtime::evict_lru(int keep, const std::string& reason) {
+    int victim = -1;
+    for (size_t i = 0; i < m_loaded.size(); ++i) {
+        if (m_loaded[i] && static_cast<int>(i) != keep &&
+            (victim < 0 || m_loaded[i]->last_used < m_loaded[victim]->last_used)) {
+            victim = static_cast<int>(i);
+        }
+    }
+    if (victim < 0) {
+        return false;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool in_use = m_loaded[victim].use_count() > 1;
+    m_loaded[victim].reset();
+    const double ms = ms_since(t0);
+    ++m_stats.unloads;
+    m_stats.unload_ms += ms;
+    log(npu_log_level::debug, "unloaded design '" + m_manifest.designs()[victim].name + "' (least recently used) in " +
+                                  fmt_ms(ms) + " " + reason + (in_use ? "; a run still holds its context" : ""));
+    return true;
+}
+
+void npu_runtime::drop(const std::shared_ptr<npu_loaded_design>& d) {
+    if (d && m_loaded[d->design] == d) {
+        const auto t0 = std::chrono::steady_clock::now();
+        m_loaded[d->design].reset();
+        ++m_stats.unloads;
+        m_stats.unload_ms += ms_since(t0);
+    }
+}
+
+std::shared_ptr<npu_loaded_design> npu_runtime::load(int di) {
+    const npu_design& d = m_manifest.designs()[di];
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!m_xclbins[di]) {
+        try {
+            m_xclbins[di] = xrt::xclbin(d.xclbin_path);
+        } catch (const std::exception& e) {
+            throw npu_error(npu_errc::kernel, "design '" + d.name + "': cannot read xclbin: " + e.what());
+        }
+    }
+    if (!m_registered[di]) {
+        try {
+            m_device.register_xclbin(m_xclbins[di]);
+        } catch (const std::exception& e) {
+            throw npu_error(npu_errc::kernel, "design '" + d.name + "': cannot register xclbin '" + d.xclbin_path +
+                                                  "': " + e.what());
+        }
+        m_registered[di] = true;
+    }
+    auto ld = std::make_shared<npu_loaded_design>();
+    ld->design = di;
+    // Only this step can fail for want of a free context; the caller evicts and retries on npu_errc::context.
+    try {
+        ld->ctx = xrt::hw_context(m_device, m_xclbins[di].get_uuid());
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::context, "design '" + d.name + "': cannot create a hardware context: " + e.what());
+    }
+    try {
+        ld->kernel = xrt::kernel(ld->ctx, d.kernel_name);
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::kernel, "design '" + d.name + "': kernel '" + d.kernel_name + "' of xclbin '" +
+                                              d.xclbin_path + "': " + e.what());
+    }
+    for (int ki : d.kernels) {
+        const npu_kernel& k = m_manifest.kernels()[ki];
+        const std::vector<uint32_t>& words = instr_words(k);
+        try {
+            // Instruction buffers live in the device heap: cacheable, in the instruction argument's group.
+            xrt::bo bo(m_device, words.size() * sizeof(uint32_t), xrt::bo::flags::cacheable, ld->kernel.group_id(1));
+            bo.write(words.data(), words.size() * sizeof(uint32_t), 0);
+            bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+            ld->instr.push_back(std::move(bo));
+            ld->instr_words.push_back(static_cast<uint32_t>(words.size()));
+        } catch (const std::exception& e) {
+            throw npu_error(npu_errc::buffer, "design '" + d.name + "': instruction buffer for '" + k.name + "': " +
+                                                  e.what());
+        }
+    }
+    const double ms = ms_since(t0);
+    ++m_stats.loads;
+    m_stats.load_ms += ms;
+    log(npu_log_level::debug, "loaded design '" + d.name + "' (" + std::to_string(d.kernels.size()) +
+                                  " instruction streams) in " + fmt_ms(ms));
+    return ld;
+}
+
+std::shared_ptr<npu_loaded_design> npu_runtime::ensure_loaded(int di) {
+    std::shared_ptr<npu_loaded_design>& slot = m_loaded[di];
+    if (!slot) {
+        int loaded = 0;
+        for (const auto& l : m_loaded) loaded += l != nullptr;
+        const std::string why = "to load '" + m_manifest.designs()[di].name + "'";
+        while (loaded >= m_opts.context_budget && evict_lru(di, why + " (budget " +
+                                                                std::to_string(m_opts.context_budget) + ")")) {
+            --loaded;
+        }
+        for (;;) {
+            try {
+                slot = load(di);
+                break;
+            } catch (const npu_error& e) {
+                // Other processes may hold contexts: free one of ours and try again while we have any.
+                if (e.code() != npu_errc::context || !evict_lru(di, why + " (the device refused a new context)")) {
+                    if (e.code() == npu_errc::context) {
+                        log(npu_log_level::error, e.what());
+                        throw npu_error(npu_errc::context, std::string(e.what()) +
+                                                               "; no context of this process left to free (the NPU "
+                                                               "has 6 for all processes: is another one using it?)");
+                    }
+                    throw;
+                }
+            }
+        }
+    }
+    slot->last_used = ++m_clock;
+    return slot;
+}
+
+void npu_runtime::acquire(const npu_kernel& k) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    ensure_loaded(k.design);
+}
+
+int npu_runtime::designs_loaded() const {
+    std::lock_guard<std::mutex> lock(m_mu);
+    int n = 0;
+    for (const auto& l : m_loaded) n += l != nullptr;
+    return n;
+}
+
+npu_stats npu_runtime::stats() const {
+    std::lock_guard<std::mutex> lock(m_mu);
+    return m_stats;
+}
+
+// ---- buffers and runs ----
+
+npu_buffer npu_runtime::alloc(const npu_kernel& k, npu_arg which, size_t bytes) {
+    const size_t need = which == npu_arg::a ? k.a_bytes() : which == npu_arg::b ? k.b_bytes() : k.c_bytes();
+    if (bytes == 0) bytes = need;
+    std::lock_guard<std::mutex> lock(m_mu);
+    auto d = ensure_loaded(k.design);
+    npu_buffer buf;
+    try {
+        // Data buffers are host memory the NPU reads through its own copy (XRT_BO_FLAGS_HOST_ONLY).
+        buf.m_bo = xrt::bo(m_device, bytes, xrt::bo::flags::host_only, d->kernel.group_id(3 + static_cast<int>(which)));
+        buf.m_host = buf.m_bo.map();
+        buf.m_size = bytes;
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::buffer, "cannot allocate a " + std::to_string(bytes) + "-byte NPU buffer for '" +
+                                              k.name + "': " + e.what());
+    }
+    return buf;
+}
+
+npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, npu_buffer& c) {
+    const struct { npu_buffer* buf; size_t need; const char* what; } args[] = {
+        {&a, k.a_bytes(), "A"}, {&b, k.b_bytes(), "B"}, {&c, k.c_bytes(), "C"}};
+    for (const auto& x : args) {
+        if (!*x.buf) {
+            throw npu_error(npu_errc::buffer, "launch of '" + k.name + "': buffer " + x.what + " is empty");
+        }
+        if (x.buf->size() < x.need) {
+            throw npu_error(npu_errc::buffer, "launch of '" + k.name + "': buffer " + x.what + " holds " +
+                                                  std::to_string(x.buf->size()) + " bytes, the " +
+                                                  std::to_string(k.tokens) + "x" + std::to_string(k.k) + "x" +
+                                                  std::to_string(k.rows) + " block needs " + std::to_string(x.need));
+        }
+    }
+    if (&a == &b || &a == &c || &b == &c || a.m_bo == b.m_bo || a.m_bo == c.m_bo || b.m_bo == c.m_bo) {
+        throw npu_error(npu_errc::buffer, "launch of '" + k.name + "': A, B and C must be three different buffers");
+    }
+    std::lock_guard<std::mutex> lock(m_mu);
+    npu_run run;
+    run.m_design = ensure_loaded(k.design);
+    const npu_design& d = m_manifest.design_of(k);
+    size_t pos = 0;
+    while (d.kernels[pos] != k.index) ++pos;
+    try {
+        // The NPU kernel's argument order: opcode 3 (transaction stream), instruction buffer, its word count,
+        // then the data buffers as the design's runtime sequence takes them: A, B, C.
+        const unsigned int opcode = 3;
+        run.m_start = std::chrono::steady_clock::now();
+        run.m_run = run.m_design->kernel(opcode, run.m_design->instr[pos], run.m_design->instr_words[pos], a.m_bo,
+                                         b.m_bo, c.m_bo);
+    } catch (const std::exception& e) {
+        ++m_stats.failed;
+        throw npu_error(npu_errc::launch, "launch of '" + k.name + "' failed: " + e.what());
+    }
+    run.m_kernel = &k;
+    ++m_stats.launches;
+    return run;
+}
+
+void npu_runtime::wait(npu_run& run, int timeout_ms) {
+    if (!run.active()) {
+        throw npu_error(npu_errc::launch, "wait on an NPU run that was never launched (or already waited for)");
+    }
+    const int ms = timeout_ms < 0 ? m_opts.timeout_ms : timeout_ms;
+    const npu_kernel& k = *run.m_kernel;
+    ert_cmd_state state;
+    try {
+        state = run.m_run.wait(std::chrono::milliseconds(ms));
+    } catch (const std::exception& e) {
+        state = ERT_CMD_STATE_ERROR;
+        log(npu_log_level::error, "waiting for '" + k.name + "': " + e.what());
+    }
+    if (state == ERT_CMD_STATE_COMPLETED) {
+        std::lock_guard<std::mutex> lock(m_mu);
+        ++m_stats.completed;
+        m_stats.run_ms += ms_since(run.m_start);
+        run = npu_run();
+        return;
+    }
+    std::string msg;
+    npu_errc code;
+    if (state == ERT_CMD_STATE_TIMEOUT) {
+        ert_cmd_state after = ERT_CMD_STATE_ABORT;
+        try {
+            after = run.m_run.abort();
+        } catch (const std::exception& e) {
+            log(npu_log_level::error, "aborting '" + k.name + "': " + e.what());
+        }
+        code = npu_errc::timeout;
+        msg = "NPU run of '" + k.name + "' did not finish within " + std::to_string(ms) + " ms; aborted (" +
+              state_name(after) + ")";
+    } else {
+        code = npu_errc::run_failed;
+        msg = "NPU run of '" + k.name + "' ended in " + std::string(state_name(state));
+    }
+    {
+        // The context that failed may be unusable: unload it, so the next launch starts from a fresh one.
+        std::lock_guard<std::mutex> lock(m_mu);
+        if (code == npu_errc::timeout) ++m_stats.timed_out; else ++m_stats.failed;
+        drop(run.m_design);
+    }
+    log(npu_log_level::error, msg);
+    run = npu_run();
+    throw npu_error(code, msg);
+}
+
+} // namespace xdna

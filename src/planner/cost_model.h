@@ -1,0 +1,128 @@
+// What the split planner learns about one worker on one matrix shape: its time as a function of its rows,
+//   T(rows) = a + b * x(rows)
+// where x is the worker's unit of work: its rows (CPU, GPU, an NPU without a cost hint) or its kernel launches
+// (an NPU whose worker says how many launches a row count takes, see npu_cost_hint). `a` is what a multiply costs
+// whatever its size (the NPU's first dispatch, converting the activations); `b` the cost of one unit.
+//
+// Robust on purpose: the estimates are means of the middle half of the last `window` measurements (the lower median
+// while there are fewer than 4), so the first, slow call (page faults, weight conversion) stops counting from the
+// second measurement on, and a single hiccup does not move them. Erring towards the faster reading keeps a worker
+// that was slow once in the race. Deterministic: the same measurements in the same order give the same model.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace xdna {
+
+class cost_model {
+  public:
+    static constexpr int    window = 15;    // measurements kept: a real change of speed shows after about window / 2
+    static constexpr double spread = 2.0;   // sizes this far apart tell `a` from `b`...
+    static constexpr int    per_side = 3;   // ...given this many measurements at each end
+
+    // Starting point before any measurement (b <= 0: unknown), and whether `a` is learned (else it stays 0 or the
+    // prior). `a` is told apart from `b` only by measurements of clearly different sizes; once learned it is kept.
+    void set_prior(double a, double b, bool learn_intercept) {
+        prior_a = std::max(0.0, a);
+        prior_b = b;
+        learn_a = learn_intercept;
+        if (n == 0) { this->a = prior_a; this->b = prior_b; }
+        else fit();
+    }
+
+    // One measurement: `x` units of work took `seconds`. Non-finite or non-positive readings are ignored.
+    void add(double x, double seconds) {
+        if (!(x > 0.0) || !(seconds > 0.0) || !std::isfinite(seconds) || !std::isfinite(x)) return;
+        xs[head] = x;
+        ts[head] = seconds;
+        head = (head + 1) % window;
+        n = std::min(n + 1, window);
+        total++;
+        fit();
+    }
+
+    // Drops the measurements (what was learned of the intercept stays), for a speed that has clearly changed.
+    void forget() { n = 0; head = 0; }
+
+    bool    known()   const { return b > 0.0; }      // it can predict (measured, or a prior)
+    int64_t samples() const { return total; }        // measurements so far
+    double  intercept() const { return a; }
+    double  slope()     const { return b; }
+    // whether `a` is to be learned and has not been yet: the planner then measures another size now and then
+    bool    needs_spread() const { return learn_a && !has_learned_a; }
+
+    // Predicted seconds for `x` units; no work costs nothing (the worker is not started).
+    double predict(double x) const { return x > 0.0 ? a + b * x : 0.0; }
+
+  private:
+    // lower median of v[0..m): the element of rank (m - 1) / 2
+    static double lower_median(double * v, int m) {
+        std::nth_element(v, v + (m - 1) / 2, v + m);
+        return v[(m - 1) / 2];
+    }
+
+    // The centre of v[0..m): the mean of its middle half, which ignores the slowest and fastest quarter (the first
+    // call, hiccups) yet averages the rest, so it is steadier than a median under everyday noise. Below 4 readings,
+    // the lower median (of two: the faster one).
+    static double centre(double * v, int m) {
+        if (m < 4) return lower_median(v, m);
+        std::sort(v, v + m);
+        const int drop = (m + 3) / 4;
+        double s = 0.0;
+        for (int i = drop; i < m - drop; ++i) s += v[i];
+        return s / (double) (m - 2 * drop);
+    }
+
+    // Theil-Sen over the window: the median slope over pairs of clearly different sizes, then the centre of the
+    // intercepts. Only with enough measurements at both ends, so that no single reading decides it.
+    bool fit_intercept(double * buf) {
+        double xmin = xs[0], xmax = xs[0];
+        for (int i = 1; i < n; ++i) { xmin = std::min(xmin, xs[i]); xmax = std::max(xmax, xs[i]); }
+        if (xmax < spread * xmin) return false;
+        int low = 0, high = 0;
+        for (int i = 0; i < n; ++i) {
+            low  += xs[i] * spread <= xmax;
+            high += xs[i] >= spread * xmin;
+        }
+        if (low < per_side || high < per_side) return false;
+        int m = 0;
+        for (int i = 0; i < n; ++i) {
+            for (int j = 0; j < n; ++j) {
+                if (xs[j] >= spread * xs[i]) buf[m++] = (ts[j] - ts[i]) / (xs[j] - xs[i]);
+            }
+        }
+        const double s = lower_median(buf, m);
+        if (!(s > 0.0)) return false;
+        for (int i = 0; i < n; ++i) buf[i] = ts[i] - s * xs[i];
+        const double icpt = centre(buf, n);
+        if (icpt < 0.0) return false;
+        a = learned_a = icpt;   // kept for when the window covers one size again
+        b = s;
+        has_learned_a = true;
+        return true;
+    }
+
+    void fit() {
+        double buf[window * window];
+        if (learn_a && fit_intercept(buf)) return;
+        // The intercept stays at the last one learned (else the prior), unless the measurements show it cannot be
+        // that large: then at most 90% (of a prior: half) of a typical reading goes to it.
+        for (int i = 0; i < n; ++i) buf[i] = ts[i];
+        const double typical = lower_median(buf, n);
+        a = has_learned_a ? std::min(learned_a, 0.9 * typical) : std::min(prior_a, 0.5 * typical);
+        for (int i = 0; i < n; ++i) buf[i] = std::max(ts[i] - a, 0.1 * ts[i]) / xs[i];
+        b = centre(buf, n);
+    }
+
+    double  xs[window] = {}, ts[window] = {};
+    int     head = 0, n = 0;
+    int64_t total = 0;
+    double  prior_a = 0.0, prior_b = 0.0;
+    bool    learn_a = false, has_learned_a = false;
+    double  learned_a = 0.0;
+    double  a = 0.0, b = 0.0;
+};
+
+}  // namespace xdna

@@ -1,0 +1,139 @@
+#include "workers/gpu/gpu_device.h"
+
+#include "workers/gpu/gpu_worker.h"
+
+#include "config/config.h"
+#include "util/log.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace xdna {
+
+namespace {
+
+// ggml-rpc aborts the whole process when the server is not there (inside ggml_backend_rpc_add_server), so the
+// endpoint is tried first with a plain connection that gives up after `timeout_ms`.
+bool tcp_reachable(const std::string & host, const std::string & port, int timeout_ms) {
+    addrinfo hints = {};
+    hints.ai_family   = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo * res = nullptr;
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return false;
+    bool ok = false;
+    for (addrinfo * a = res; a && !ok; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            ok = true;
+        } else if (errno == EINPROGRESS) {
+            pollfd pfd = { fd, POLLOUT, 0 };
+            int err = 0;
+            socklen_t len = sizeof(err);
+            ok = poll(&pfd, 1, timeout_ms) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+        }
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return ok;
+}
+
+std::string device_names() {
+    std::string names;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_ACCEL) continue;
+        names += std::string(names.empty() ? "" : ", ") + ggml_backend_dev_name(d);
+    }
+    return names.empty() ? "none" : names;
+}
+
+gpu_choice add_rpc_server(const std::string & endpoint) {
+    gpu_choice c;
+    const size_t colon = endpoint.rfind(':');
+    const std::string host = colon == std::string::npos ? "" : endpoint.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : endpoint.substr(colon + 1);
+    char * end = nullptr;
+    const long port_n = strtol(port.c_str(), &end, 10);
+    if (host.empty() || port.empty() || *end != '\0' || port_n < 1 || port_n > 65535) {
+        c.error = "GGML_XDNA_GPU=rpc:" + endpoint + " is not rpc:HOST:PORT";
+        return c;
+    }
+    ggml_backend_reg_t rpc = ggml_backend_reg_by_name("RPC");
+    using add_server_t = ggml_backend_reg_t (*)(const char * endpoint);
+    auto add_server = rpc ? (add_server_t) ggml_backend_reg_get_proc_address(rpc, "ggml_backend_rpc_add_server") : nullptr;
+    if (!add_server) {
+        c.error = "GGML_XDNA_GPU=rpc:" + endpoint + " needs ggml's RPC backend (a llama.cpp built with GGML_RPC=ON)";
+        return c;
+    }
+    if (!tcp_reachable(host, port, 3000)) {
+        c.error = "GGML_XDNA_GPU=rpc:" + endpoint + ": no RPC server listens there";
+        return c;
+    }
+    // the endpoint's reg is kept private: registering it would make llama.cpp place model layers on it
+    ggml_backend_reg_t reg = add_server(endpoint.c_str());
+    if (!reg || ggml_backend_reg_dev_count(reg) == 0) {
+        c.error = "GGML_XDNA_GPU=rpc:" + endpoint + ": the server offers no device";
+        return c;
+    }
+    c.dev = ggml_backend_reg_dev_get(reg, 0);
+    return c;
+}
+
+}  // namespace
+
+gpu_choice choose_gpu_device(const std::string & setting) {
+    gpu_choice c;
+    if (!strcasecmp(setting.c_str(), "none")) return c;
+    if (!strncasecmp(setting.c_str(), "rpc:", 4)) return add_rpc_server(setting.substr(4));
+    if (!setting.empty()) {
+        c.dev = ggml_backend_dev_by_name(setting.c_str());
+        if (!c.dev) {
+            c.error = "GGML_XDNA_GPU=" + setting + " names no device (devices: " + device_names() + ")";
+        } else if (ggml_backend_dev_type(c.dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
+            // the XDNA device itself, BLAS and the like: not something a worker can hand rows to
+            c.error = "GGML_XDNA_GPU=" + setting + " is an accelerator, not a GPU";
+            c.dev = nullptr;
+        }
+        return c;
+    }
+    for (enum ggml_backend_dev_type type : { GGML_BACKEND_DEVICE_TYPE_IGPU, GGML_BACKEND_DEVICE_TYPE_GPU }) {
+        for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+            if (ggml_backend_dev_type(ggml_backend_dev_get(i)) == type) {
+                c.dev = ggml_backend_dev_get(i);
+                return c;
+            }
+        }
+    }
+    return c;
+}
+
+worker * make_gpu_worker(const config & cfg) {
+    const gpu_choice c = choose_gpu_device(cfg.gpu);
+    if (!c.error.empty()) {
+        XDNA_LOG_ERROR("%s; running without a GPU worker", c.error.c_str());
+        return nullptr;
+    }
+    if (!c.dev) return nullptr;
+    gpu_worker_options opts;
+    opts.cache_bytes = cfg.gpu_cache_mb << 20;
+    auto * w = new gpu_worker(c.dev, opts);
+    // llama.cpp's tools show INFO lines only with -v; with GGML_XDNA_DEBUG=1 the line is always shown
+    char line[512];
+    snprintf(line, sizeof(line), "GPU worker on %s (%s): %s, up to %zu MiB of resident weights",
+             ggml_backend_dev_name(c.dev), ggml_backend_dev_description(c.dev),
+             w->can_map_host() ? "maps host memory" : "copies activations and results", cfg.gpu_cache_mb);
+    if (cfg.debug) XDNA_LOG_DEBUG("%s", line); else XDNA_LOG_INFO("%s", line);
+    return w;
+}
+
+}  // namespace xdna

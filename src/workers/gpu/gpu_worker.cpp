@@ -1,0 +1,320 @@
+#include "workers/gpu/gpu_worker.h"
+
+#include "workers/gpu/weight_cache.h"
+
+#include "util/clock.h"
+#include "util/log.h"
+
+#include "ggml-backend-impl.h"
+
+#include <cstring>
+#include <mutex>
+#include <unistd.h>
+#include <vector>
+
+namespace xdna {
+
+namespace {
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// The bytes of a host tensor with contiguous rows (nb[0] == element size), packed densely into `staging` unless the
+// tensor is contiguous already.
+const void * packed(const ggml_tensor * t, std::vector<uint8_t> & staging) {
+    if (ggml_is_contiguous(t)) return t->data;
+    const size_t row = ggml_row_size(t->type, t->ne[0]);
+    staging.resize(ggml_nelements(t) / t->ne[0] * row);
+    uint8_t * out = staging.data();
+    for (int64_t i3 = 0; i3 < t->ne[3]; ++i3) {
+        for (int64_t i2 = 0; i2 < t->ne[2]; ++i2) {
+            for (int64_t i1 = 0; i1 < t->ne[1]; ++i1, out += row) {
+                memcpy(out, (const char *) t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3], row);
+            }
+        }
+    }
+    return staging.data();
+}
+
+// A device buffer that wraps host memory [ptr, ptr + size), widened to whole pages (the pages exist: the tensor
+// lies in them). Null when the device refuses (Vulkan needs its import alignment and the extension).
+struct host_mapping {
+    ggml_backend_buffer_t buf = nullptr;
+    ~host_mapping() { if (buf) ggml_backend_buffer_free(buf); }
+};
+
+bool map_host_range(ggml_backend_dev_t dev, const void * ptr, size_t size, host_mapping & m) {
+    static const size_t page = (size_t) sysconf(_SC_PAGESIZE);
+    const uintptr_t begin = (uintptr_t) ptr / page * page;
+    const uintptr_t end   = align_up((uintptr_t) ptr + size, page);
+    m.buf = ggml_backend_dev_buffer_from_host_ptr(dev, (void *) begin, end - begin, end - begin);
+    return m.buf != nullptr;
+}
+
+}  // namespace
+
+struct gpu_worker::impl {
+    ggml_backend_t             backend = nullptr;
+    bool                       backend_failed = false;
+    ggml_backend_buffer_type_t buft = nullptr;
+    std::unique_ptr<weight_cache> cache;
+    ggml_context *             ctx = nullptr;      // per-call tensors and the graph, reset every call
+    ggml_backend_buffer_t      scratch = nullptr;  // activations, ids and result rows on the device, reused
+    // host-side packing and unpacking, one per use: an asynchronous copy may still read its source until the wait
+    std::vector<uint8_t>       staging_x, staging_ids, staging_out;
+
+    mutable std::mutex         stats_mtx;
+    gpu_worker_stats           st;
+
+    ~impl() {
+        if (scratch) ggml_backend_buffer_free(scratch);
+        cache.reset();   // its buffers go before the backend
+        if (ctx) ggml_free(ctx);
+        if (backend) ggml_backend_free(backend);
+    }
+
+    // Places `t` at `*offset` in the scratch buffer (which must be large enough: see scratch_need).
+    void place(ggml_tensor * t, size_t & offset) {
+        const size_t align = ggml_backend_buft_get_alignment(buft);
+        offset = align_up(offset, align);
+        ggml_backend_tensor_alloc(scratch, t, (char *) ggml_backend_buffer_get_base(scratch) + offset);
+        offset += ggml_backend_buft_get_alloc_size(buft, t);
+    }
+
+    // result rows: trial runs alternate the two ways of reading them, then the faster one stays
+    bool   read_decided = false, read_strided = true;
+    int    read_trials = 0;
+    double read_s[2] = { 0, 0 }, read_bytes[2] = { 0, 0 };   // [0] scatter, [1] strided
+
+    bool pick_strided(gpu_worker_options::read_mode mode) const {
+        if (mode != gpu_worker_options::read_mode::automatic) return mode == gpu_worker_options::read_mode::strided;
+        return read_decided ? read_strided : read_trials % 2 == 0;
+    }
+
+    void learn_read(bool strided, double seconds, size_t bytes, const std::string & label) {
+        read_s[strided] += seconds;
+        read_bytes[strided] += (double) bytes;
+        if (++read_trials < 8) return;
+        const double gbs_scatter = read_bytes[0] / read_s[0] * 1e-9, gbs_strided = read_bytes[1] / read_s[1] * 1e-9;
+        read_strided = gbs_strided >= gbs_scatter;
+        read_decided = true;
+        XDNA_LOG_DEBUG("%s reads result rows %s (strided %.1f GB/s, contiguous and scattered %.1f GB/s)", label.c_str(),
+                       read_strided ? "strided" : "contiguously and scatters them", gbs_strided, gbs_scatter);
+    }
+
+    // Puts `out` ([rows, ne1, ne2, ne3] packed on the device) into rows `rows` of the host result, whose row of token
+    // t starts at node->data + t*nb1: with one 2-D copy, or one contiguous read (a single message on RPC, which would
+    // send one per row otherwise) and a scatter. Waits for the copies.
+    void read_rows(const ggml_tensor * node, ggml_tensor * out, row_range rows, bool strided) {
+        const size_t row_bytes = rows.size() * node->nb[0];
+        char * dst0 = (char *) node->data + rows.begin * node->nb[0];
+        if (strided) {
+            ggml_backend_tensor_get_2d_async(backend, out, dst0, 0, row_bytes, node->ne[1] * node->ne[2] * node->ne[3],
+                                             row_bytes, node->nb[1]);
+            ggml_backend_synchronize(backend);
+            return;
+        }
+        staging_out.resize(ggml_nbytes(out));
+        ggml_backend_tensor_get_async(backend, out, staging_out.data(), 0, ggml_nbytes(out));
+        ggml_backend_synchronize(backend);
+        const uint8_t * src = staging_out.data();
+        for (int64_t i3 = 0; i3 < node->ne[3]; ++i3) {
+            for (int64_t i2 = 0; i2 < node->ne[2]; ++i2) {
+                for (int64_t i1 = 0; i1 < node->ne[1]; ++i1, src += row_bytes) {
+                    memcpy(dst0 + i1 * node->nb[1] + i2 * node->nb[2] + i3 * node->nb[3], src, row_bytes);
+                }
+            }
+        }
+    }
+
+    bool ensure_scratch(size_t need) {
+        if (scratch && ggml_backend_buffer_get_size(scratch) >= need) return true;
+        if (scratch) ggml_backend_buffer_free(scratch);
+        // grow with headroom, so a slightly larger batch does not reallocate every time
+        scratch = ggml_backend_buft_alloc_buffer(buft, need + need / 4);
+        return scratch != nullptr;
+    }
+};
+
+gpu_worker::gpu_worker(ggml_backend_dev_t dev, gpu_worker_options opts) : p(new impl), dev(dev), opts(opts) {
+    GGML_ASSERT(dev);
+    label = std::string("GPU ") + ggml_backend_dev_name(dev);
+    p->buft = ggml_backend_dev_buffer_type(dev);
+    p->cache = std::make_unique<weight_cache>(p->buft, opts.cache_bytes);
+
+    // several backends leave buffer_from_host_ptr NULL (CUDA, RPC) and the wrapper does not check: ask the caps first
+    ggml_backend_dev_props props;
+    ggml_backend_dev_get_props(dev, &props);
+    map_host = opts.map_host && props.caps.buffer_from_host_ptr && dev->iface.buffer_from_host_ptr != nullptr;
+
+    ggml_init_params params = {
+        /* .mem_size   = */ ggml_tensor_overhead() * 16 + ggml_graph_overhead_custom(16, false),
+        /* .mem_buffer = */ nullptr,
+        /* .no_alloc   = */ true,
+    };
+    p->ctx = ggml_init(params);
+    start_thread();
+}
+
+gpu_worker::~gpu_worker() {
+    stop_thread();
+}
+
+bool gpu_worker::accepts(const ggml_tensor * node) const {
+    const ggml_tensor * w = node->src[0];
+    const ggml_tensor * base = w->view_src ? w->view_src : w;
+    // the device copy is made from the weight's bytes: only plain host memory can be read that way. The CPU's
+    // CPU_REPACK (and AMX) buffers are not host buffers in ggml's sense: their layout is the CPU kernels' own.
+    if (!base->buffer || !ggml_backend_buffer_is_host(base->buffer)) return false;
+    if (!ggml_is_contiguous(w) || w->data == nullptr) return false;
+    if (!p->cache->fits(w)) return false;   // larger than the whole budget: it would be copied in on every call
+    return ggml_backend_dev_supports_op(dev, node);
+}
+
+int64_t gpu_worker::row_align(const ggml_tensor *) const {
+    return 1;
+}
+
+gpu_worker_stats gpu_worker::stats() const {
+    std::lock_guard<std::mutex> lock(p->stats_mtx);
+    gpu_worker_stats s = p->st;
+    return s;
+}
+
+work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
+    const double t0 = now_seconds();
+    work_result res;
+    auto fail = [&](const std::string & why) {
+        std::lock_guard<std::mutex> lock(p->stats_mtx);
+        p->st.runs++;
+        p->st.failures++;
+        res.ok = false;
+        res.error = why;
+        res.seconds = now_seconds() - t0;
+        return res;
+    };
+    if (rows.empty()) return res;
+
+    if (!p->backend) {
+        if (p->backend_failed) return fail("the device could not be opened");
+        p->backend = ggml_backend_dev_init(dev, nullptr);
+        if (!p->backend) {
+            p->backend_failed = true;
+            XDNA_LOG_ERROR("cannot open %s for the GPU worker; its rows go to the CPU", ggml_backend_dev_name(dev));
+            return fail("the device could not be opened");
+        }
+    }
+
+    // 1. the weight, resident on the device
+    const ggml_tensor * w = node->src[0];
+    const weight_cache::lookup lk = p->cache->get(w);
+    if (!lk.tensor) return fail("no device memory for the weight");
+
+    // 2. the one-node graph on a view of the rows
+    const bool is_id = node->op == GGML_OP_MUL_MAT_ID;
+    const ggml_tensor * src1 = node->src[1];
+    const ggml_tensor * ids  = is_id ? node->src[2] : nullptr;
+    ggml_context * ctx = p->ctx;
+    ggml_reset(ctx);
+
+    ggml_tensor * wv = ggml_view_3d(ctx, lk.tensor, w->ne[0], rows.size(), w->ne[2], lk.tensor->nb[1], lk.tensor->nb[2],
+                                    rows.begin * lk.tensor->nb[1]);
+    ggml_tensor * x  = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, src1->ne);
+    ggml_tensor * xi = is_id ? ggml_new_tensor(ctx, GGML_TYPE_I32, GGML_MAX_DIMS, ids->ne) : nullptr;
+    ggml_tensor * out = is_id ? ggml_mul_mat_id(ctx, wv, x, xi) : ggml_mul_mat(ctx, wv, x);
+    GGML_ASSERT(out->ne[0] == rows.size() && out->ne[1] == node->ne[1] && out->ne[2] == node->ne[2]);
+
+    // where the device maps host memory, the activations are read and the result rows written in place: the
+    // product goes to device scratch and a copy node scatters it into the strided rows of the host result
+    bool mapped = map_host && ggml_is_contiguous(src1);
+    host_mapping x_map, d_map;
+    ggml_tensor * dv = nullptr, * scatter = nullptr;
+    if (mapped) {
+        const size_t d_off = rows.begin * node->nb[0];
+        const size_t d_len = ggml_nbytes(node) - d_off;
+        mapped = map_host_range(dev, src1->data, ggml_nbytes(src1), x_map) &&
+                 map_host_range(dev, (const char *) node->data + d_off, d_len, d_map);
+        if (mapped) {
+            dv = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, out->ne);
+            for (int i = 1; i < GGML_MAX_DIMS; ++i) dv->nb[i] = node->nb[i];
+            scatter = ggml_cpy(ctx, out, dv);
+            mapped = ggml_backend_supports_op(p->backend, scatter);
+        }
+        if (!mapped && map_host) {
+            // the device offered mapping but refused this memory (alignment, size): copying always works
+            XDNA_LOG_DEBUG("%s cannot map this host memory; it copies activations and results instead", label.c_str());
+            map_host = false;
+        }
+    }
+    if (!ggml_backend_supports_op(p->backend, out)) return fail("the device does not support this multiply");
+
+    // 3. device memory for the per-call tensors
+    const size_t align = ggml_backend_buft_get_alignment(p->buft);
+    size_t need = 0;
+    if (!mapped) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, x), align);
+    if (xi) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, xi), align);
+    need += align_up(ggml_backend_buft_get_alloc_size(p->buft, out), align) + align;
+    if (!p->ensure_scratch(need)) return fail("no device memory for the activations");
+    size_t offset = 0;
+    if (mapped) {
+        ggml_backend_tensor_alloc(x_map.buf, x, const_cast<void *>(src1->data));
+        ggml_backend_tensor_alloc(d_map.buf, dv, (char *) node->data + rows.begin * node->nb[0]);
+    } else {
+        p->place(x, offset);
+    }
+    if (xi) p->place(xi, offset);
+    p->place(out, offset);
+    if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS) return fail("cannot create the row view");
+    if (scatter && ggml_backend_view_init(scatter) != GGML_STATUS_SUCCESS) return fail("cannot create the result view");
+
+    // 4. in, compute, out: all queued on the backend's stream, then one wait (RPC and CUDA return before the work
+    // is done; reading the result before the wait would read stale memory)
+    const double t_io = now_seconds();
+    if (!mapped) ggml_backend_tensor_set_async(p->backend, x, packed(src1, p->staging_x), 0, ggml_nbytes(x));
+    if (xi) ggml_backend_tensor_set_async(p->backend, xi, packed(ids, p->staging_ids), 0, ggml_nbytes(xi));
+
+    ggml_cgraph * g = ggml_new_graph_custom(ctx, 16, false);
+    ggml_build_forward_expand(g, scatter ? scatter : out);
+    const ggml_status status = ggml_backend_graph_compute_async(p->backend, g);
+    if (status != GGML_STATUS_SUCCESS) {
+        ggml_backend_synchronize(p->backend);
+        return fail("the device failed to compute");
+    }
+
+    bool strided = false;
+    if (!mapped) {
+        const bool dense_23 = node->nb[2] == node->ne[1] * node->nb[1] && node->nb[3] == node->ne[2] * node->nb[2];
+        const bool can_2d = p->backend->iface.get_tensor_2d_async != nullptr && dense_23;
+        strided = can_2d && p->pick_strided(opts.out);
+        if (can_2d && opts.out == gpu_worker_options::read_mode::automatic && !p->read_decided) {
+            // on trial: the read alone is timed, so wait for the computation first
+            ggml_backend_synchronize(p->backend);
+            const double r0 = now_seconds();
+            p->read_rows(node, out, rows, strided);
+            p->learn_read(strided, now_seconds() - r0, ggml_nbytes(out), label);
+        } else {
+            p->read_rows(node, out, rows, strided);
+        }
+    } else {
+        ggml_backend_synchronize(p->backend);
+    }
+    const double t1 = now_seconds();
+
+    {
+        std::lock_guard<std::mutex> lock(p->stats_mtx);
+        p->st.runs++;
+        p->st.mapped_runs += mapped ? 1 : 0;
+        p->st.strided_reads += !mapped && strided ? 1 : 0;
+        p->st.scatter_reads += !mapped && !strided ? 1 : 0;
+        p->st.weight_uploads = p->cache->uploads();
+        p->st.resident_bytes = p->cache->used();
+        p->st.resident_weights = p->cache->size();
+        p->st.upload_seconds += lk.upload_seconds;
+        p->st.io_seconds += t1 - t_io;
+    }
+    // the planner learns a steady speed: a weight's first copy is a one-time cost and is left out, while a copy
+    // after an eviction (the budget is too small for the working set) is part of what this worker costs
+    res.seconds = t1 - t0 - (lk.uploaded && !lk.again ? lk.upload_seconds : 0.0);
+    return res;
+}
+
+}  // namespace xdna

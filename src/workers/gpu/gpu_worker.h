@@ -1,0 +1,75 @@
+// The GPU worker: a private instance of a ggml GPU device (Vulkan on the APU's Radeon; CUDA, RPC or any other ggml
+// device elsewhere) computing a range of output rows of a claimed multiply on its own thread.
+//
+// Each weight is copied to the device once, whole (weight_cache, least recently used out), and the worker computes a
+// one-node graph on a view of its rows. Activations and result rows are mapped in place where the device can map host
+// memory (checked in its caps first: several backends crash when asked), and copied in and out otherwise. It never
+// makes a result wrong: any failure is reported and the engine recomputes those rows on the CPU.
+//
+// It cannot read the CPU backend's repacked weights (CPU_REPACK is not host-readable memory in the ggml sense), so it
+// refuses those multiplies; the planner then splits them between the CPU and the NPU only.
+#pragma once
+
+#include "workers/async_worker.h"
+
+#include "ggml-backend.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+namespace xdna {
+
+struct gpu_worker_options {
+    size_t cache_bytes = size_t(2048) << 20;   // GGML_XDNA_GPU_CACHE_MB
+    bool   map_host    = true;                 // map activations and results where the device can (false: always copy)
+    // How result rows come back where they are copied: straight into their strided place (backends with 2-D copies:
+    // CUDA, Vulkan), or one contiguous read and a scatter on the host. `automatic` times both on the first runs and
+    // keeps the faster (a 2-D copy into pageable memory is not always the fast one).
+    enum class read_mode { automatic, strided, scatter };
+    read_mode out = read_mode::automatic;
+};
+
+// What the worker has done, for logs and tests.
+struct gpu_worker_stats {
+    int64_t runs = 0, failures = 0;
+    int64_t weight_uploads = 0;       // weights copied to the device (first time or after eviction)
+    int64_t mapped_runs = 0;          // runs that mapped activations and results instead of copying them
+    int64_t strided_reads = 0;        // result rows read with one 2-D copy
+    int64_t scatter_reads = 0;        // result rows read contiguously and scattered on the host
+    size_t  resident_bytes = 0;       // device memory held by resident weights now
+    size_t  resident_weights = 0;
+    double  upload_seconds = 0.0;     // weights
+    double  io_seconds = 0.0;         // activations in, result rows out (including the computation's wait)
+};
+
+class gpu_worker final : public async_worker {
+  public:
+    // `dev`: the device to compute on (never the XDNA device itself). The backend instance is created on the worker's thread at its first multiply, so a GPU that never gets
+    // a multiply (llama.cpp runs the whole model on it with -ngl 99) costs nothing here.
+    explicit gpu_worker(ggml_backend_dev_t dev, gpu_worker_options opts = {});
+    ~gpu_worker() override;
+
+    worker_kind kind() const override { return worker_kind::gpu; }
+    const char * name() const override { return label.c_str(); }
+    bool accepts(const ggml_tensor * node) const override;
+    int64_t row_align(const ggml_tensor * node) const override;
+
+    ggml_backend_dev_t device() const { return dev; }
+    // whether the device can map host memory (caps.buffer_from_host_ptr and the function present)
+    bool can_map_host() const { return map_host; }
+    gpu_worker_stats stats() const;
+
+  protected:
+    work_result run(const ggml_tensor * node, row_range rows) override;
+
+  private:
+    struct impl;
+    std::unique_ptr<impl> p;
+    ggml_backend_dev_t         dev;
+    gpu_worker_options         opts;
+    std::atomic<bool>          map_host{ false };   // cleared when the device refuses a mapping
+    std::string                label;
+};
+
+}  // namespace xdna

@@ -1,0 +1,35 @@
+// Which NPU kernel computes a multiply: one design per data type (switching designs costs milliseconds, switching
+// instruction streams within one costs nothing: the GEMM paper), then the block shape that finishes soonest by a
+// model of launches and padded work.
+#pragma once
+
+#include "npu/npu_manifest.h"
+
+#include <cstdint>
+
+namespace xdna {
+
+struct npu_cost_model {
+    double launch_s     = 180e-6;   // dispatch cost per launch (spec: ~180 us whatever the size)
+    double flops_per_s  = 3.1e12;   // bf16 throughput of the whole array (GEMM paper: 3.14 TFLOP/s)
+    double ops_per_s_i8 = 6.7e12;   // int8 (GEMM paper: 6.76 TOPS)
+};
+
+struct npu_tiling {
+    const npu_kernel * kernel = nullptr;
+    int64_t k_padded = 0;           // K rounded up to the kernel's K block: the converted weights' row stride
+    int64_t token_blocks = 0, row_blocks = 0, k_blocks = 0;
+    int64_t launches() const { return token_blocks * row_blocks * k_blocks; }
+    double  predicted_s = 0.0;
+};
+
+// The design for (a, b) types and K: a K-complete design whose K block equals K when there is one, else the one with
+// the smallest K block (its blocks are summed on the host). W8 (int8) designs must have a 1,024-wide K block, the
+// weights' scale group. Null if the manifest has none.
+const npu_design * choose_design(const npu_manifest & m, npu_dtype a, npu_dtype b, int64_t k);
+
+// The block of `design` that finishes `tokens` x `rows` x K soonest.
+npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int64_t tokens, int64_t rows, int64_t k,
+                         const npu_cost_model & cost);
+
+}  // namespace xdna

@@ -1,0 +1,478 @@
+#include "workers/npu/npu_worker.h"
+
+#include "config/config.h"
+#include "convert/xdna-convert.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+namespace xdna {
+
+// The buffers of one pipeline slot, for one kernel.
+struct npu_worker::slot {
+    const npu_kernel * kernel = nullptr;
+    npu_buffer a, b, c;
+};
+
+// One matrix of a multiply for the pipeline: a MUL_MAT, or one expert of a MUL_MAT_ID with its routed tokens.
+struct npu_worker::job {
+    int64_t                  n_tokens = 0;
+    std::vector<char *>      out;          // per token: where its row 0 of the result goes (f32, rows contiguous)
+    std::vector<uint16_t>    act16;        // tokens (padded) x ld, bf16
+    std::vector<int8_t>      act8;         // or int8 with one scale per token
+    std::vector<float>       act_scale;
+    std::shared_ptr<const converted_weight> cached;
+    converted_weight         scratch;
+    const converted_weight * weight = nullptr;
+    int64_t                  w_base = 0;   // row of `weight` holding the worker's first row
+    int64_t                  token_blocks = 0;
+    int64_t                  expert = 0;
+};
+
+static constexpr int max_failures_in_a_row = 3;
+
+std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
+    if (cfg.npu_disable) {
+        XDNA_LOG_INFO("NPU worker off (GGML_XDNA_NPU_DISABLE=1)");
+        return nullptr;
+    }
+    npu_options opts;
+    opts.manifest_path  = cfg.npu_kernels;
+    opts.context_budget = cfg.npu_contexts;
+    opts.timeout_ms     = cfg.npu_timeout_ms;
+    opts.debug          = cfg.debug;
+    opts.log = [](npu_log_level level, const std::string & msg) {
+        switch (level) {
+            case npu_log_level::debug: XDNA_LOG_DEBUG("npu: %s", msg.c_str()); break;
+            case npu_log_level::info:  XDNA_LOG_INFO("npu: %s", msg.c_str()); break;
+            case npu_log_level::warn:  XDNA_LOG_WARN("npu: %s", msg.c_str()); break;
+            case npu_log_level::error: XDNA_LOG_ERROR("npu: %s", msg.c_str()); break;
+        }
+    };
+    try {
+        std::unique_ptr<npu_runtime> rt = npu_runtime::open(opts);
+        if (!rt->results_valid()) {
+            XDNA_LOG_WARN("the NPU computes nothing (emulator null mode): results are wrong, for host-side benchmarks only");
+        }
+        std::unique_ptr<npu_worker> w(new npu_worker(std::move(rt), cfg));
+        std::string why;
+        if (!w->self_test(&why)) {
+            XDNA_LOG_ERROR("NPU self-test failed, the NPU stays off for this process: %s", why.c_str());
+            return nullptr;
+        }
+        return w;
+    } catch (const std::exception & e) {
+        XDNA_LOG_WARN("NPU unavailable, continuing without it: %s", e.what());
+        return nullptr;
+    }
+}
+
+npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
+    : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8), moe_min_tokens(cfg.npu_moe_min_tokens) {
+    slots[0].reset(new slot);
+    slots[1].reset(new slot);
+    start_thread();
+}
+
+npu_worker::~npu_worker() {
+    stop_thread();   // before the runtime and buffers go away
+}
+
+std::string npu_worker::description() const {
+    return rt->device_name();   // the emulator names itself one
+}
+
+const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
+    return w8 ? choose_design(rt->manifest(), npu_dtype::i8, npu_dtype::i8, w->ne[0])
+              : choose_design(rt->manifest(), npu_dtype::bf16, npu_dtype::bf16, w->ne[0]);
+}
+
+bool npu_worker::accepts(const ggml_tensor * node) const {
+    if (switched_off || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) return false;
+    return xdna_weight_convertible(node->src[0], nullptr) && design_for(node->src[0]) != nullptr;
+}
+
+int64_t npu_worker::row_align(const ggml_tensor *) const {
+    return 256;   // the planner gives the NPU whole 256-row steps
+}
+
+// Every block the worker may use, once, whole: small integers (exact in bf16 and int8) against their exact product.
+// A kernel whose instruction stream computes another shape or type than its manifest says fails here.
+static bool test_every_block(npu_runtime & rt, npu_dtype b_type, std::string * why) {
+    for (const npu_design & d : rt.manifest().designs()) {
+        if (d.b != b_type) continue;
+        for (int idx : d.kernels) {
+            const npu_kernel & k = rt.manifest().kernels()[idx];
+            npu_buffer a = rt.alloc(k, npu_arg::a), b = rt.alloc(k, npu_arg::b), c = rt.alloc(k, npu_arg::c);
+            auto val = [](int64_t i, int64_t salt) { return int((i * 7919 + salt * 104729) % 15) - 7; };
+            for (int64_t i = 0; i < int64_t(k.tokens) * k.k; ++i) {
+                if (k.a == npu_dtype::i8) a.as<int8_t>()[i] = (int8_t) val(i, 1);
+                else a.as<uint16_t>()[i] = npu_f32_to_bf16((float) val(i, 1));
+            }
+            for (int64_t i = 0; i < int64_t(k.rows) * k.k; ++i) {
+                if (k.b == npu_dtype::i8) b.as<int8_t>()[i] = (int8_t) val(i, 2);
+                else b.as<uint16_t>()[i] = npu_f32_to_bf16((float) val(i, 2));
+            }
+            memset(c.data(), 0xff, c.size());
+            c.sync_to_device();
+            a.sync_to_device();
+            b.sync_to_device();
+            npu_run run = rt.launch(k, a, b, c);
+            rt.wait(run);
+            c.sync_from_device();
+            for (int64_t t = 0; t < k.tokens; ++t) {
+                for (int64_t r = 0; r < k.rows; ++r) {
+                    // the block's edges and a diagonal sample: a wrong shape or type shows there, at little cost
+                    const bool edge = t == 0 || t == k.tokens - 1 || r == 0 || r == k.rows - 1;
+                    if (!edge && (t + r) % 61 != 0) continue;
+                    int64_t ref = 0;
+                    for (int64_t i = 0; i < k.k; ++i) ref += int64_t(val(t * k.k + i, 1)) * val(r * k.k + i, 2);
+                    const double got = k.c == npu_dtype::i32 ? double(c.as<int32_t>()[t * k.rows + r])
+                                                             : double(c.as<float>()[t * k.rows + r]);
+                    if (got != double(ref)) {
+                        if (why) {
+                            *why = "kernel '" + k.name + "' computes a wrong result at token " + std::to_string(t) +
+                                   ", row " + std::to_string(r) + " (" + std::to_string(got) + " instead of " +
+                                   std::to_string(ref) + "): its shape or types differ from the manifest's";
+                        }
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    return true;
+}
+
+bool npu_worker::self_test(std::string * why) {
+    if (!rt->results_valid()) return true;   // the emulator's null mode computes nothing by design
+    try {
+        if (!test_every_block(*rt, w8 ? npu_dtype::i8 : npu_dtype::bf16, why)) return false;
+    } catch (const std::exception & e) {
+        if (why) *why = e.what();
+        return false;
+    }
+    const int64_t k = 1024 + 256, rows = 256 + 8, tokens = 40;   // two K blocks and padded edges
+    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, rows);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    bool ok = buf != nullptr;
+    if (ok) {
+        // small integers times powers of two: exact in bf16 and int8, so the fp64 reference is the exact answer
+        float * wd = (float *) w->data, * xd = (float *) x->data;
+        for (int64_t i = 0; i < k * rows; ++i) wd[i] = float(int((i * 7919) % 255) - 127) / 64.0f;
+        for (int64_t i = 0; i < k * tokens; ++i) xd[i] = float(int((i * 104729) % 255) - 127);
+        begin(y, { 0, rows });
+        const work_result r = end();
+        ok = r.ok;
+        if (!ok && why) *why = r.error;
+        double err = 0, ref2 = 0;
+        for (int64_t t = 0; ok && t < tokens; ++t) {
+            for (int64_t j = 0; j < rows; ++j) {
+                double ref = 0;
+                for (int64_t i = 0; i < k; ++i) ref += double(wd[j * k + i]) * xd[t * k + i];
+                const double got = ((const float *) y->data)[t * rows + j];
+                err += (got - ref) * (got - ref);
+                ref2 += ref * ref;
+            }
+        }
+        if (ok && !(err <= 1e-6 * ref2)) {
+            ok = false;
+            if (why) *why = "the result differs from the reference (normalized error " + std::to_string(err / ref2) + ")";
+        }
+    } else if (why) {
+        *why = "cannot allocate the test tensors";
+    }
+    if (buf) ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    return ok;
+}
+
+npu_cost_hint npu_worker::cost_hint(const ggml_tensor * node) const {
+    npu_cost_hint h;
+    const ggml_tensor * w = node->src[0];
+    const npu_design * d = design_for(w);
+    if (!d) return h;
+    // tokens per matrix: all of them, or for MUL_MAT_ID the average routed to one expert
+    int64_t tokens = node->src[1]->ne[1];
+    if (node->op == GGML_OP_MUL_MAT_ID) {
+        const ggml_tensor * ids = node->src[2];
+        tokens = std::max<int64_t>(1, ids->ne[0] * ids->ne[1] / w->ne[2]);
+    }
+    const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost);
+    const double rate = d->b == npu_dtype::i8 ? cost.ops_per_s_i8 : cost.flops_per_s;
+    h.block_rows         = t.kernel->rows;
+    h.launches_per_block = t.k_blocks * t.token_blocks * (node->op == GGML_OP_MUL_MAT_ID ? w->ne[2] : 1);
+    h.launch_s           = std::max(cost.launch_s, t.kernel->flops() / rate);
+    // the activations are converted once per multiply (about 1 ns per value on one core)
+    h.fixed_s            = 1e-9 * double(w->ne[0]) * node->src[1]->ne[1] * node->src[1]->ne[2];
+    return h;
+}
+
+void npu_worker::load_designs() {
+    const npu_dtype want = w8 ? npu_dtype::i8 : npu_dtype::bf16;
+    for (const npu_design & d : rt->manifest().designs()) {
+        if (d.b == want && !d.kernels.empty()) rt->acquire(rt->manifest().kernels()[d.kernels[0]]);
+    }
+}
+
+bool npu_worker::prepare_weight(const ggml_tensor * w) {
+    const npu_design * d = design_for(w);
+    if (!d) return false;
+    const int64_t ld = (w->ne[0] + d->k - 1) / d->k * d->k;
+    std::string err;
+    bool all = true;
+    for (int64_t e = 0; e < w->ne[2]; ++e) {
+        all = weights.get(w, e, w8 ? weight_format::int8 : weight_format::bf16, ld, &err) != nullptr && all;
+    }
+    return all;
+}
+
+void npu_worker::note_failure(const std::string & why) {
+    if (++failures_in_a_row >= max_failures_in_a_row && !switched_off.exchange(true)) {
+        XDNA_LOG_ERROR("NPU switched off for this process after %d failed runs in a row (last: %s); the CPU takes its rows",
+                       failures_in_a_row, why.c_str());
+    }
+}
+
+work_result npu_worker::run(const ggml_tensor * node, row_range rows) {
+    work_result r;
+    try {
+        r = compute(node, rows);
+    } catch (const std::exception & e) {
+        r = { false, 0.0, e.what() };
+    }
+    if (r.ok) failures_in_a_row = 0; else note_failure(r.error);
+    return r;
+}
+
+bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld,
+                             std::string * err) {
+    const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
+    j.cached = weights.get(w, expert, fmt, ld, err);
+    if (j.cached) {
+        j.weight = j.cached.get();
+        j.w_base = rows.begin;
+        return true;
+    }
+    j.weight = &j.scratch;
+    j.w_base = 0;
+    return convert_weight_rows(w, expert, rows.begin, rows.end, fmt, ld, j.scratch, err);
+}
+
+void npu_worker::convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb) {
+    // gathered rows: convert each token's activation row; padded tokens stay zero
+    j.token_blocks = (j.n_tokens + tb - 1) / tb;
+    const size_t t_pad = size_t(j.token_blocks * tb);
+    if (w8) {
+        j.act8.assign(t_pad * ld, 0);
+        j.act_scale.assign(t_pad, 0.0f);
+        for (int64_t t = 0; t < j.n_tokens; ++t) {
+            xdna_act_to_int8(src[t], 0, 1, k, j.act8.data() + t * ld, ld, j.act_scale.data() + t);
+        }
+    } else {
+        j.act16.assign(t_pad * ld, 0);
+        for (int64_t t = 0; t < j.n_tokens; ++t) {
+            xdna_act_to_bf16(src[t], 0, 1, k, (ggml_bf16_t *) j.act16.data() + t * ld, ld);
+        }
+    }
+}
+
+work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
+    const double t0 = now_seconds();
+    const ggml_tensor * w = node->src[0];
+    const ggml_tensor * x = node->src[1];
+    const int64_t k = w->ne[0];
+    const npu_design * design = design_for(w);
+    if (!design) return { false, 0.0, "no kernel for this weight" };
+
+    std::vector<job> jobs;
+    std::vector<int32_t> experts_left;   // MUL_MAT_ID experts with too few tokens for the NPU
+    std::string err;
+    if (node->op == GGML_OP_MUL_MAT) {
+        job j;
+        j.n_tokens = x->ne[1];
+        for (int64_t t = 0; t < j.n_tokens; ++t) j.out.push_back((char *) node->data + t * node->nb[1]);
+        jobs.push_back(std::move(j));
+    } else {
+        // MUL_MAT_ID: gather the tokens routed to each expert
+        const ggml_tensor * ids = node->src[2];
+        const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+        std::vector<std::vector<std::pair<int64_t, int64_t>>> routed(w->ne[2]);   // (token, slot)
+        for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t s = 0; s < n_used; ++s) {
+                const int32_t e = *(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + s * ids->nb[0]);
+                if (e < 0 || e >= w->ne[2]) return { false, 0.0, "expert id out of range" };
+                routed[e].push_back({ t, s });
+            }
+        }
+        for (int64_t e = 0; e < w->ne[2]; ++e) {
+            if (routed[e].empty()) continue;
+            if ((int64_t) routed[e].size() < moe_min_tokens) { experts_left.push_back((int32_t) e); continue; }
+            job j;
+            j.n_tokens = routed[e].size();
+            j.expert   = e;
+            for (auto [t, s] : routed[e]) j.out.push_back((char *) node->data + t * node->nb[2] + s * node->nb[1]);
+            jobs.push_back(std::move(j));
+        }
+    }
+
+    // one kernel for the whole call (the pipeline's buffers are sized for it), chosen on the typical job
+    int64_t typical = 0;
+    for (const job & j : jobs) typical = std::max(typical, j.n_tokens);
+    work_result res{ true, 0.0, "" };
+    res.experts_left = experts_left;
+    if (jobs.empty()) { res.seconds = now_seconds() - t0; return res; }
+    const npu_tiling tiling = choose_tiling(rt->manifest(), *design, typical, rows.size(), k, cost);
+    const npu_kernel & kn = *tiling.kernel;
+    const int64_t ld = tiling.k_padded, tb = kn.tokens, rb = kn.rows, kb = kn.k;
+
+    // weights (cached, or converted for the call) and activations, once per job
+    std::vector<const float *> src_rows;
+    for (job & j : jobs) {
+        if (!prepare_job(j, w, j.expert, rows, ld, &err)) return { false, 0.0, "weight conversion failed: " + err };
+        src_rows.clear();
+        if (node->op == GGML_OP_MUL_MAT) {
+            for (int64_t t = 0; t < j.n_tokens; ++t) src_rows.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
+        } else {
+            for (char * o : j.out) {
+                // the result row of (token, slot) sits at t * nb2 + s * nb1 of dst; its input at the same slot of
+                // src1, or slot 0 when src1 has one row per token (broadcast)
+                const size_t off = o - (char *) node->data;
+                const int64_t t = off / node->nb[2], s = (off % node->nb[2]) / node->nb[1];
+                src_rows.push_back((const float *) ((const char *) x->data + t * x->nb[2] + (x->ne[1] == 1 ? 0 : s) * x->nb[1]));
+            }
+        }
+        convert_activations(j, src_rows.data(), k, ld, tb);
+    }
+
+    // the two slots' buffers, for this kernel
+    for (auto & s : slots) {
+        if (s->kernel != &kn) {
+            s->a = rt->alloc(kn, npu_arg::a);
+            s->b = rt->alloc(kn, npu_arg::b);
+            s->c = rt->alloc(kn, npu_arg::c);
+            s->kernel = &kn;
+        }
+    }
+
+    // every block of every job, in order: job, token block, row block, K block (fastest)
+    struct block { int64_t job, tbi, rbi, kbi; };
+    std::vector<block> blocks;
+    for (int64_t ji = 0; ji < (int64_t) jobs.size(); ++ji) {
+        for (int64_t tbi = 0; tbi < jobs[ji].token_blocks; ++tbi)
+            for (int64_t rbi = 0; rbi < tiling.row_blocks; ++rbi)
+                for (int64_t kbi = 0; kbi < tiling.k_blocks; ++kbi) blocks.push_back({ ji, tbi, rbi, kbi });
+    }
+    const int64_t n_blocks = blocks.size(), n_kb = tiling.k_blocks;
+    const size_t  a_elem = w8 ? 1 : 2;
+    const bool    check_finite = rt->results_valid();
+
+    auto fill = [&](slot & s, int64_t i) {
+        const block & bl = blocks[i];
+        const job & j = jobs[bl.job];
+        uint8_t * a = (uint8_t *) s.a.data();
+        const uint8_t * act = w8 ? (const uint8_t *) j.act8.data() : (const uint8_t *) j.act16.data();
+        for (int64_t t = 0; t < tb; ++t) {
+            memcpy(a + size_t(t) * kb * a_elem, act + (size_t(bl.tbi * tb + t) * ld + bl.kbi * kb) * a_elem, kb * a_elem);
+        }
+        uint8_t * b = (uint8_t *) s.b.data();
+        const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
+        for (int64_t r = 0; r < rb; ++r) {
+            const int64_t row = bl.rbi * rb + r;   // relative to rows.begin
+            uint8_t * dst = b + size_t(r) * kb * a_elem;
+            if (rows.begin + row < rows.end) {
+                memcpy(dst, wt + (size_t(j.w_base + row) * ld + bl.kbi * kb) * a_elem, kb * a_elem);
+            } else {
+                memset(dst, 0, kb * a_elem);
+            }
+        }
+        s.a.sync_to_device();
+        s.b.sync_to_device();
+    };
+
+    std::vector<float> acc(size_t(tb) * rb);
+    bool finite = true;
+    auto consume = [&](slot & s, int64_t i) {
+        const block & bl = blocks[i];
+        const job & j = jobs[bl.job];
+        s.c.sync_from_device();
+        if (bl.kbi == 0) std::fill(acc.begin(), acc.end(), 0.0f);
+        if (w8) {
+            const int32_t * ci = s.c.as<int32_t>();
+            if (check_finite) {
+                // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
+                const int64_t bound = int64_t(127) * 127 * kb;
+                for (size_t q = 0; q < acc.size(); ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
+            }
+            for (int64_t t = 0; t < tb; ++t) {
+                const float as = j.act_scale[bl.tbi * tb + t];
+                for (int64_t r = 0; r < rb; ++r) {
+                    const int64_t row = bl.rbi * rb + r;
+                    if (rows.begin + row >= rows.end) break;
+                    const float ws = j.weight->scales[size_t(j.w_base + row) * j.weight->groups + bl.kbi];
+                    acc[t * rb + r] += (float) ci[t * rb + r] * as * ws;
+                }
+            }
+        } else {
+            const float * cf = s.c.as<float>();
+            for (size_t q = 0; q < acc.size(); ++q) acc[q] += cf[q];
+            if (check_finite) {
+                for (size_t q = 0; q < acc.size(); ++q) finite = finite && std::isfinite(cf[q]);
+            }
+        }
+        if (bl.kbi == n_kb - 1) {
+            // the block is complete: its valid tokens and rows go straight into the result
+            const int64_t t_end = std::min(tb, j.n_tokens - bl.tbi * tb);
+            const int64_t r_end = std::min(rb, rows.end - (rows.begin + bl.rbi * rb));
+            for (int64_t t = 0; t < t_end; ++t) {
+                float * out = (float *) j.out[bl.tbi * tb + t] + rows.begin + bl.rbi * rb;
+                memcpy(out, &acc[t * rb], r_end * sizeof(float));
+            }
+        }
+    };
+
+    // the pipeline: the NPU computes block i while the host fills block i+1 into the other slot
+    npu_run run;
+    bool in_flight = false;
+    try {
+        fill(*slots[0], 0);
+        run = rt->launch(kn, slots[0]->a, slots[0]->b, slots[0]->c);
+        in_flight = true;
+        if (n_blocks > 1) fill(*slots[1], 1);
+        for (int64_t i = 0; i < n_blocks; ++i) {
+            slot & cur = *slots[i % 2];
+            in_flight = false;
+            rt->wait(run);
+            if (i + 1 < n_blocks) {
+                slot & next = *slots[(i + 1) % 2];
+                run = rt->launch(kn, next.a, next.b, next.c);
+                in_flight = true;
+            }
+            consume(cur, i);
+            if (i + 2 < n_blocks) fill(cur, i + 2);
+        }
+    } catch (...) {
+        // never leave a run writing into buffers the next call reuses
+        if (in_flight) {
+            try { rt->wait(run); } catch (...) {}
+        }
+        throw;
+    }
+    if (check_finite && !finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
+    res.seconds = now_seconds() - t0;
+    return res;
+}
+
+}  // namespace xdna

@@ -1,0 +1,144 @@
+#include "workers/npu/weight_cache.h"
+
+#include "convert/xdna-convert.h"
+#include "util/log.h"
+
+#include "ggml-backend.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace xdna {
+
+bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, weight_format fmt,
+                         int64_t ld, converted_weight & out, std::string * err) {
+    out.format = fmt;
+    out.rows   = r1 - r0;
+    out.k      = w->ne[0];
+    out.ld     = ld;
+    if (fmt == weight_format::bf16) {
+        out.bf16.resize(size_t(out.rows) * ld);
+        return xdna_weight_to_bf16(w, expert, r0, r1, (ggml_bf16_t *) out.bf16.data(), ld, err);
+    }
+    out.groups = xdna_w8_groups(ld);
+    out.i8.resize(size_t(out.rows) * ld);
+    out.scales.assign(size_t(out.rows) * out.groups, 0.0f);
+    return xdna_weight_to_int8(w, expert, r0, r1, out.i8.data(), ld, out.scales.data(), out.groups, err);
+}
+
+uint64_t weight_fingerprint(const ggml_tensor * w, int64_t expert) {
+    const size_t bytes = w->ne[2] > 1 ? w->nb[2] : ggml_nbytes(w);
+    const uint8_t * base = (const uint8_t *) w->data + expert * (w->ne[2] > 1 ? w->nb[2] : 0);
+    uint64_t h = 1469598103934665603ull ^ bytes;
+    const size_t chunk = 64, samples = 16;
+    for (size_t s = 0; s < samples; ++s) {
+        size_t at = bytes <= chunk ? 0 : (bytes - chunk) * s / (samples - 1);
+        size_t n  = bytes < chunk ? bytes : chunk;
+        for (size_t i = 0; i < n; ++i) h = (h ^ base[at + i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+size_t system_available_bytes() {
+    FILE * f = fopen("/proc/meminfo", "r");
+    if (!f) return SIZE_MAX;
+    char line[256];
+    size_t kb = 0;
+    bool found = false;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) { found = true; break; }
+    }
+    fclose(f);
+    return found ? kb * 1024 : SIZE_MAX;
+}
+
+size_t weight_cache::key_hash::operator()(const key & k) const {
+    return std::hash<const void *>()(k.data) ^ (size_t(k.expert) * 0x9e3779b97f4a7c15ull) ^ (size_t(k.fmt) << 7) ^
+           (size_t(k.ld) << 13);
+}
+
+weight_cache::weight_cache(size_t budget_bytes, size_t headroom_bytes) : budget(budget_bytes), headroom(headroom_bytes) {}
+
+bool weight_cache::cacheable(const ggml_tensor * w) {
+    const ggml_tensor * base = w->view_src ? w->view_src : w;
+    return base->buffer && base->data && ggml_backend_buffer_get_usage(base->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
+}
+
+bool weight_cache::has_room(size_t bytes) {
+    if (used + bytes > budget) {
+        if (!said_full) {
+            said_full = true;
+            XDNA_LOG_WARN("NPU weight cache full (%zu MiB of GGML_XDNA_NPU_CACHE_MB=%zu): further weights are converted on "
+                          "every call, which costs speed; raise the budget or use GGML_XDNA_NPU_W8=1",
+                          used >> 20, budget >> 20);
+        }
+        return false;
+    }
+    const size_t avail = system_available_bytes();
+    if (avail != SIZE_MAX && avail < bytes + headroom) {
+        if (!said_memory) {
+            said_memory = true;
+            XDNA_LOG_WARN("NPU weight cache stops growing at %zu MiB: the system has %zu MiB available and the cache keeps "
+                          "2 GB free", used >> 20, avail >> 20);
+        }
+        return false;
+    }
+    return true;
+}
+
+std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w, int64_t expert, weight_format fmt,
+                                                          int64_t ld, std::string * err) {
+    if (!cacheable(w)) return nullptr;
+    const uint64_t fp = weight_fingerprint(w, expert);
+    const key k{ w->data, expert, (int) fmt, ld };
+    const size_t need = size_t(w->ne[1]) * ld * (fmt == weight_format::bf16 ? 2 : 1) +
+                        (fmt == weight_format::int8 ? size_t(w->ne[1]) * xdna_w8_groups(ld) * sizeof(float) : 0);
+
+    std::shared_ptr<entry> e;
+    {
+        std::unique_lock<std::mutex> lock(mtx);
+        auto it = map.find(k);
+        if (it != map.end()) {
+            e = it->second;
+            cv.wait(lock, [&] { return e->ready; });
+            if (e->fingerprint == fp && !e->failed) return e->data;
+            // other bytes at the same address: the old conversion is stale
+            used -= e->charged;
+            map.erase(it);
+        }
+        if (!has_room(need)) return nullptr;
+        e = std::make_shared<entry>();
+        e->fingerprint = fp;
+        e->charged = need;
+        map[k] = e;
+        used += need;
+    }
+
+    auto data = std::make_shared<converted_weight>();
+    const bool ok = convert_weight_rows(w, expert, 0, w->ne[1], fmt, ld, *data, err);
+    {
+        std::lock_guard<std::mutex> lock(mtx);
+        e->ready = true;
+        e->failed = !ok;
+        if (ok) {
+            e->data = data;
+        } else {
+            used -= need;
+            map.erase(k);
+        }
+    }
+    cv.notify_all();
+    return ok ? data : nullptr;
+}
+
+size_t weight_cache::bytes() const {
+    std::lock_guard<std::mutex> lock(mtx);
+    return used;
+}
+
+size_t weight_cache::entries() const {
+    std::lock_guard<std::mutex> lock(mtx);
+    return map.size();
+}
+
+}  // namespace xdna

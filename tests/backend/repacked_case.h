@@ -1,0 +1,131 @@
+// A multiply on a weight in the CPU backend's CPU_REPACK buffer type, built for the tests of repacked weights.
+#pragma once
+
+#include "backend_fixture.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace xdna_test {
+
+
+struct case_t {
+    ggml_type type;
+    int64_t   k, m, n, experts;   // experts > 0: MUL_MAT_ID with that many experts, 2 used per token
+};
+
+inline std::string name_of(const case_t & c) {
+    return std::string(ggml_type_name(c.type)) + "_k" + std::to_string(c.k) + "_m" + std::to_string(c.m) + "_n" +
+           std::to_string(c.n) + (c.experts ? "_e" + std::to_string(c.experts) : "");
+}
+
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto & x : v) x = d(rng);
+    return v;
+}
+
+// Runs `node`'s graph on `backend` and returns the result bytes.
+inline std::vector<uint8_t> run(ggml_backend_t backend, ggml_tensor * node) {
+    ggml_init_params p = { ggml_graph_overhead(), nullptr, true };
+    ggml_context * gctx = ggml_init(p);
+    ggml_cgraph * g = ggml_new_graph(gctx);
+    ggml_build_forward_expand(g, node);
+    EXPECT_EQ(ggml_backend_graph_compute(backend, g), GGML_STATUS_SUCCESS);
+    std::vector<uint8_t> out(ggml_nbytes(node));
+    ggml_backend_tensor_get(node, out.data(), 0, out.size());
+    ggml_free(gctx);
+    return out;
+}
+
+// One multiply on a repacked weight, with random activations (and a skewed routing for MUL_MAT_ID).
+struct repacked_case {
+    ggml_context *        wctx = nullptr;
+    ggml_context *        actx = nullptr;
+    ggml_backend_buffer_t wbuf = nullptr;
+    ggml_backend_buffer_t abuf = nullptr;
+    ggml_tensor *         node = nullptr;
+    std::string           skip;   // why the case cannot run here
+
+    // plain: the same weights in a plain CPU buffer (what llama.cpp's --no-repack gives)
+    explicit repacked_case(const case_t & c, bool plain = false) {
+        const loaded_backends & lb = load_backends();
+        if (!lb.repack_buft) { skip = "this CPU backend has no CPU_REPACK buffer type"; return; }
+        ggml_backend_buffer_type_t buft = plain ? ggml_backend_cpu_buffer_type() : lb.repack_buft;
+        ggml_init_params p = { 16 * ggml_tensor_overhead(), nullptr, true };
+        wctx = ggml_init(p);
+        actx = ggml_init(p);
+
+        const int64_t n_used = 2;
+        ggml_tensor * w = c.experts ? ggml_new_tensor_3d(wctx, c.type, c.k, c.m, c.experts)
+                                    : ggml_new_tensor_2d(wctx, c.type, c.k, c.m);
+        wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, buft);
+        ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        if (!plain && w->extra == nullptr) { skip = std::string(ggml_type_name(c.type)) + " is not repacked by this CPU backend build"; return; }
+
+        // real quantized data (the repack happens in set_tensor)
+        const int64_t rows = c.m * (c.experts ? c.experts : 1);
+        std::vector<float> wf = random_floats(rows * c.k, 1);
+        std::vector<uint8_t> wq(ggml_nbytes(w));
+        ggml_quantize_chunk(c.type, wf.data(), wq.data(), 0, rows, c.k, nullptr);
+        ggml_backend_tensor_set(w, wq.data(), 0, wq.size());
+
+        if (c.experts) {
+            ggml_tensor * x   = ggml_new_tensor_3d(actx, GGML_TYPE_F32, c.k, n_used, c.n);
+            ggml_tensor * ids = ggml_new_tensor_2d(actx, GGML_TYPE_I32, n_used, c.n);
+            node = ggml_mul_mat_id(actx, w, x, ids);
+        } else {
+            ggml_tensor * x = ggml_new_tensor_2d(actx, GGML_TYPE_F32, c.k, c.n);
+            node = ggml_mul_mat(actx, w, x);
+        }
+        abuf = ggml_backend_alloc_ctx_tensors_from_buft(actx, ggml_backend_cpu_buffer_type());
+        ggml_tensor * x = node->src[1];
+        std::vector<float> xf = random_floats(ggml_nelements(x), 2);
+        ggml_backend_tensor_set(x, xf.data(), 0, ggml_nbytes(x));
+        if (c.experts) {
+            // a skewed routing: most tokens to expert 0, the last expert unused
+            std::vector<int32_t> ids(n_used * c.n);
+            std::mt19937 rng(3);
+            const int32_t e = (int32_t) c.experts;
+            for (int64_t t = 0; t < c.n; ++t) {
+                const int32_t first = (t % 4 == 0) ? (int32_t) (1 + rng() % (e - 2)) : 0;
+                ids[t * n_used + 0] = first;
+                ids[t * n_used + 1] = (first + 1 + (int32_t) (rng() % (e - 2))) % (e - 1);   // != first, never e-1
+            }
+            ggml_backend_tensor_set(node->src[2], ids.data(), 0, ids.size() * sizeof(int32_t));
+        }
+    }
+
+    ~repacked_case() {
+        if (abuf) ggml_backend_buffer_free(abuf);
+        if (wbuf) ggml_backend_buffer_free(wbuf);
+        if (actx) ggml_free(actx);
+        if (wctx) ggml_free(wctx);
+    }
+
+    std::vector<uint8_t> result() const {
+        std::vector<uint8_t> out(ggml_nbytes(node));
+        ggml_backend_tensor_get(node, out.data(), 0, out.size());
+        return out;
+    }
+};
+
+inline bool any_nonzero(const std::vector<uint8_t> & bytes) {
+    const float * f = (const float *) bytes.data();
+    for (size_t i = 0; i < bytes.size() / sizeof(float); ++i) if (f[i] != 0.0f) return true;
+    return false;
+}
+
+
+}  // namespace xdna_test

@@ -1,0 +1,66 @@
+"""The plugin's end-of-run report lines (GGML_XDNA_REPORT) and their summary in the table."""
+
+import os
+import tempfile
+import unittest
+
+from xdna_bench import worker_report as wr
+
+
+class ParseLine(unittest.TestCase):
+    def test_cpu_only(self):
+        r = wr.parse_line("ggml-xdna: 22 multiplies; cpu: 5632 rows, 1.158 s")
+        self.assertEqual(r.multiplies, 22)
+        self.assertEqual(list(r.workers), ["cpu"])
+        self.assertEqual(r.workers["cpu"].rows, 5632)
+        self.assertAlmostEqual(r.workers["cpu"].seconds, 1.158)
+
+    def test_three_workers_and_failures(self):
+        r = wr.parse_line("ggml-xdna: 10 multiplies; npu: 1536 rows, 0.120 s (2 runs failed, redone on the CPU) "
+                          "| gpu: 512 rows, 0.05 s | cpu: 2048 rows, 0.310 s")
+        self.assertEqual(list(r.workers), ["npu", "gpu", "cpu"])
+        self.assertEqual(r.workers["npu"].failed_runs, 2)
+        self.assertEqual(r.workers["gpu"].failed_runs, 0)
+        self.assertEqual(r.total_rows(), 4096)
+
+    def test_no_rows(self):
+        r = wr.parse_line("ggml-xdna: 3 multiplies; no rows")
+        self.assertEqual((r.multiplies, r.total_rows()), (3, 0))
+        self.assertEqual(r.describe(), "3 multiplies, no rows")
+
+    def test_malformed_lines_are_named(self):
+        for line in ("ggml-xdna: loaded (ggml 0.23.0)", "ggml-xdna: 3 multiplies; cpu: many rows, 1 s",
+                     "ggml-xdna: 3 multiplies; cpu: 1 rows, 1 s | cpu: 2 rows, 1 s"):
+            with self.subTest(line=line), self.assertRaises(ValueError) as cm:
+                wr.parse_line(line)
+            self.assertTrue("report line" in str(cm.exception))
+
+
+class Totals(unittest.TestCase):
+    TEXT = ("ggml-xdna: 10 multiplies; npu: 1024 rows, 0.5 s | cpu: 3072 rows, 1.5 s\n"
+            "something else the user's file holds\n"
+            "ggml-xdna: 10 multiplies; npu: 1024 rows, 0.25 s (1 run failed, redone on the CPU) | cpu: 3072 rows, 1 s\n")
+
+    def test_sums_every_run(self):
+        r = wr.parse_text(self.TEXT)
+        self.assertEqual((r.lines, r.multiplies), (2, 20))
+        self.assertEqual(r.workers["npu"].rows, 2048)
+        self.assertAlmostEqual(r.workers["cpu"].seconds, 2.5)
+        self.assertEqual(r.workers["npu"].failed_runs, 1)
+
+    def test_describe_gives_row_shares(self):
+        r = wr.parse_text(self.TEXT)
+        self.assertEqual(r.describe(), "npu 25% (0.75 s), 1 failed runs redone on the CPU · cpu 75% (2.50 s)")
+        self.assertEqual(wr.RunReport().describe(), "none claimed")
+
+    def test_read_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "r.report")
+            self.assertEqual(wr.read_file(p).lines, 0)     # no file: the plugin computed nothing
+            with open(p, "w") as f:
+                f.write(self.TEXT)
+            self.assertEqual(wr.read_file(p).lines, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The NPU failing must never give a wrong result: faults injected through the software XDNA1 (a run that errors,
+# times out or returns NaN) make the engine recompute the rows on the CPU; repeated faults switch the NPU off; a
+# weight cache too small for the model converts weights on every call, with the same results, and says so once.
+# Every run has every row on the NPU (GGML_XDNA_NPU_SHARE=1) and is compared with the same run without faults.
+# usage: npu-faults.sh <llama bin> <plugin> <xdna-gen-model> <llama src> <text>
+set -euo pipefail
+bin=$1 plugin=$2 gen=$3 src=$4 text=$5
+model=$("$gen" --model llama-tiny --type Q4_0 --llama-src "$src" --llama-bin "$bin")
+args=(-m "$model" -f "$text" -c 128 --chunks 4 -b 128 -t 2)
+passed=0 failed=0
+
+perplexity() {   # perplexity <env...>: prints the log (rerun if the logger lost the final line)
+    local out i
+    for i in 1 2 3; do
+        out=$(env GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
+        grep -q 'Final estimate' <<<"$out" && break
+    done
+    printf '%s\n' "$out"
+}
+final() { grep -oE 'Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$'; }
+check() {   # check <name> <condition...>
+    local name=$1; shift
+    if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
+}
+close_to() { awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= tol * b) }'; }
+
+clean=$(perplexity)
+ref=$(final "$clean")
+echo "no faults: PPL $ref"
+check "clean run computed on the NPU" grep -q "ggml-xdna: route" <<<"$(perplexity GGML_XDNA_DEBUG=1)"
+
+for fault in error timeout nan; do
+    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=16 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=300)
+    p=$(final "$out")
+    echo "fault '$fault' on runs 17-18 (the self-test at start takes 10): PPL ${p:-none}"
+    check "$fault: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
+    check "$fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
+done
+
+out=$(perplexity XDNA_EMU_FAULT=error XDNA_EMU_FAULT_AFTER=14 XDNA_EMU_FAULT_COUNT=0)
+p=$(final "$out")
+echo "every run failing from the 15th on: PPL ${p:-none}"
+check "repeated faults switch the NPU off" grep -q "NPU switched off for this process" <<<"$out"
+check "switched off once" test "$(grep -c 'NPU switched off' <<<"$out")" -eq 1
+check "result still right after switching off" close_to "${p:-0}" "$ref" 0.01
+
+out=$(perplexity GGML_XDNA_NPU_CACHE_MB=0)
+p=$(final "$out")
+echo "weight cache of 0 MB: PPL ${p:-none}"
+check "a full cache is said once" test "$(grep -c 'NPU weight cache full' <<<"$out")" -eq 1
+check "converting on every call gives the cached run's result" close_to "${p:-0}" "$ref" 1e-12
+
+out=$(perplexity XDNA_EMU_OTHER_CONTEXTS=6)
+p=$(final "$out")
+echo "all hardware contexts held by other processes: PPL ${p:-none}"
+check "no hardware context: result still right" close_to "${p:-0}" "$ref" 0.01
+
+# bad kernel files: one clear line, the NPU stays off, the CPU carries on with the right result
+kernels=$(cd "$(dirname "$plugin")/../kernels" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo '{ "format": "ggml-xdna-kernels", "version": 1, "designs": [ ' >"$tmp/corrupt.json"
+cp -r "$kernels" "$tmp/truncated" && f=$(ls "$tmp"/truncated/*.xclbin | head -1) && head -c 16 "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+cp -r "$kernels" "$tmp/shape" && sed -i '0,/"tokens": 64/s//"tokens": 96/' "$tmp/shape/manifest.json"
+for bad in "missing:$tmp/nonexistent/manifest.json" "corrupt:$tmp/corrupt.json" "truncated:$tmp/truncated/manifest.json" \
+           "shape:$tmp/shape/manifest.json"; do
+    name=${bad%%:*} path=${bad#*:}
+    out=$(perplexity GGML_XDNA_NPU_KERNELS="$path")
+    p=$(final "$out")
+    why=$(grep -E "ggml-xdna: NPU (unavailable|self-test failed)" <<<"$out" | head -1)
+    echo "kernel set '$name': PPL ${p:-none}; ${why:-no line about the NPU}"
+    check "$name kernel set: one clear line" test "$(grep -cE 'ggml-xdna: NPU (unavailable|self-test failed)' <<<"$out")" -eq 1
+    check "$name kernel set: result still right" close_to "${p:-0}" "$ref" 0.01
+done
+
+echo "$passed passed, $failed failed"
+(( failed == 0 ))

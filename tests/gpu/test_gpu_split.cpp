@@ -1,0 +1,155 @@
+// The GPU worker inside the split: choosing its device from GGML_XDNA_GPU, the rule that keeps the NPU off small
+// multiplies next to a GPU, and the engine computing one multiply with NPU, GPU and CPU workers together.
+#include "gpu_fixture.h"
+#include "backend/compute.h"
+#include "config/config.h"
+#include "planner/planner.h"
+#include "workers/gpu/gpu_worker.h"
+
+#include <gtest/gtest.h>
+
+using namespace xdna_test;
+using namespace xdna;
+
+TEST(gpu_device_choice, none_turns_the_worker_off) {
+    env();
+    for (const char * s : { "none", "NONE", "None" }) {
+        const gpu_choice c = choose_gpu_device(s);
+        EXPECT_EQ(c.dev, nullptr) << s;
+        EXPECT_TRUE(c.error.empty()) << s;
+    }
+}
+
+TEST(gpu_device_choice, automatic_takes_an_integrated_gpu_first_then_any_gpu) {
+    env();
+    ggml_backend_dev_t igpu = nullptr, gpu = nullptr;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        if (!igpu && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_IGPU) igpu = d;
+        if (!gpu && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) gpu = d;
+    }
+    const gpu_choice c = choose_gpu_device("");
+    EXPECT_TRUE(c.error.empty());
+    EXPECT_EQ(c.dev, igpu ? igpu : gpu);   // none registered here (the RPC server is private): no worker
+}
+
+TEST(gpu_device_choice, a_name_selects_that_device) {
+    env();
+    const gpu_choice c = choose_gpu_device("cpu");
+    EXPECT_EQ(c.dev, env().cpu_dev);
+    EXPECT_TRUE(c.error.empty());
+}
+
+TEST(gpu_device_choice, bad_settings_give_one_clear_line) {
+    env();
+    struct bad { const char * setting; const char * says; };
+    for (const bad & b : { bad{ "NoSuchGPU7", "names no device" }, bad{ "rpc:nohostport", "is not rpc:HOST:PORT" },
+                           bad{ "rpc:127.0.0.1:0", "is not rpc:HOST:PORT" }, bad{ "rpc:127.0.0.1:99999", "is not rpc:HOST:PORT" } }) {
+        const gpu_choice c = choose_gpu_device(b.setting);
+        EXPECT_EQ(c.dev, nullptr) << b.setting;
+        EXPECT_NE(c.error.find(b.says), std::string::npos) << b.setting << ": " << c.error;
+        EXPECT_EQ(c.error.find('\n'), std::string::npos);
+    }
+}
+
+// ggml-rpc aborts the process when no server answers: the worker must find out first and say so.
+TEST(gpu_device_choice, an_rpc_endpoint_without_a_server_is_refused_not_fatal) {
+    env();
+    rpc_server probe_port_only("/nonexistent/ggml-rpc-server", 1, 0.2);   // a free port, and nothing listening on it
+    ASSERT_FALSE(probe_port_only.ok());
+    const gpu_choice c = choose_gpu_device("rpc:" + probe_port_only.endpoint());
+    EXPECT_EQ(c.dev, nullptr);
+    EXPECT_NE(c.error.find("no RPC server listens"), std::string::npos) << c.error;
+}
+
+TEST(gpu_device_choice, an_rpc_endpoint_gives_a_private_gpu_device) {
+    if (env().gpu_setting.rfind("rpc:", 0) != 0) GTEST_SKIP() << "the device under test is " << env().gpu_setting;
+    ASSERT_NE(env().gpu_dev, nullptr) << env().error;
+    EXPECT_EQ(ggml_backend_dev_type(env().gpu_dev), GGML_BACKEND_DEVICE_TYPE_GPU);
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        EXPECT_NE(ggml_backend_dev_get(i), env().gpu_dev) << "the RPC device must not be visible to llama.cpp";
+    }
+}
+
+
+namespace {
+
+// A stand-in NPU that computes its rows on a private CPU backend and remembers what it was given.
+class recording_npu final : public worker {
+  public:
+    recording_npu() : cpu(env().cpu_dev, env().repack_buft) {}
+    worker_kind kind() const override { return worker_kind::npu; }
+    const char * name() const override { return "test-npu"; }
+    bool accepts(const ggml_tensor *) const override { return true; }
+    int64_t row_align(const ggml_tensor *) const override { return 256; }
+    void begin(const ggml_tensor * node, row_range rows) override { taken += rows.size(); last = cpu.compute(node, rows); }
+    work_result end() override { return last; }
+
+    int64_t taken = 0;
+
+  private:
+    cpu_worker  cpu;
+    work_result last;
+};
+
+struct split_run {
+    int64_t npu = 0, gpu = 0, cpu = 0;
+};
+
+// One multiply through the engine with the fake NPU (fixed half of the rows when it joins), the GPU worker on
+// `gpu_dev` and the CPU worker; the result must equal the stock CPU's.
+split_run run_split(multiply & mm, ggml_backend_dev_t gpu_dev) {
+    const std::vector<float> ref = cpu_reference(mm);
+    planner_options po;
+    po.npu_share = 0.5;
+    split_planner planner(po);
+    cpu_worker cpu(env().cpu_dev, env().repack_buft);
+    recording_npu npu;
+    gpu_worker gpu(gpu_dev);
+    compute_engine engine(planner, planner, 1, cpu, { &npu, &gpu });
+    mm.fill_result(0.0f);
+    EXPECT_EQ(engine.compute(mm.node), GGML_STATUS_SUCCESS);
+    const std::vector<float> got = mm.result();
+    EXPECT_LT(nmse_rows(ref, got, mm.rows(), 0, mm.rows()), 5e-4);
+    split_run s;
+    s.npu = npu.taken;
+    s.gpu = gpu.stats().runs > 0 ? 1 : 0;
+    const std::string sum = engine.summary();
+    s.cpu = sum.find("cpu:") != std::string::npos;
+    return s;
+}
+
+}  // namespace
+
+// Below GGML_XDNA_GPU_NPU_MIN_GFLOP (default 4) the NPU stays out of a multiply the GPU takes part in.
+TEST(gpu_split, a_small_multiply_goes_to_gpu_and_cpu_only) {
+    if (!env().gpu_dev) FAIL() << env().error;
+    ASSERT_EQ(get_config().gpu_npu_min_gflop, 4.0) << "the test assumes the default threshold";
+    multiply mm({ GGML_TYPE_Q8_0, 512, 512, 32 });   // 0.017 GFLOP
+    const split_run s = run_split(mm, env().gpu_dev);
+    EXPECT_EQ(s.npu, 0);
+    EXPECT_EQ(s.gpu, 1);
+}
+
+// At or above the threshold all three workers share it.
+TEST(gpu_split, a_large_multiply_goes_to_all_three) {
+    if (!env().cpu_dev) FAIL();
+    multiply mm({ GGML_TYPE_Q8_0, 4096, 4096, 128 });   // 4.29 GFLOP
+    ASSERT_GE(shape_key_of(mm.node, false).flops(), 4e9);
+    // the CPU device stands in for the GPU here: a 17 MiB weight over RPC would only make the test slow
+    const split_run s = run_split(mm, env().cpu_dev);
+    EXPECT_EQ(s.npu, 2048);
+    EXPECT_EQ(s.gpu, 1);
+    EXPECT_EQ(s.cpu, 1);
+}
+
+// Repacked weights: the GPU cannot read them, so the NPU and the CPU share the multiply whatever its size.
+TEST(gpu_split, repacked_weights_go_to_npu_and_cpu_only) {
+    if (!env().gpu_dev) FAIL() << env().error;
+    if (!env().repack_buft) GTEST_SKIP() << "this CPU backend has no CPU_REPACK buffer type";
+    multiply mm({ GGML_TYPE_Q4_0, 512, 512, 32 }, env().repack_buft);
+    if (ggml_get_first_tensor(mm.wctx)->extra == nullptr) GTEST_SKIP() << "Q4_0 is not repacked by this CPU build";
+    const split_run s = run_split(mm, env().gpu_dev);
+    EXPECT_EQ(s.npu, 256);
+    EXPECT_EQ(s.gpu, 0);
+}

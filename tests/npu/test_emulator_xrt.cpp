@@ -1,0 +1,271 @@
+// Fidelity of the software XDNA1 at the XRT API: the host program sequence mlir-aie uses works, and each
+// mistake a runtime layer can make gives what XRT and the driver give (an exception, an error state, or, for a
+// missing sync, silently stale data).
+#include "npu_instr.h"
+#include "npu_test_util.h"
+
+#include "xrt/xrt_bo.h"
+#include "xrt/xrt_device.h"
+#include "xrt/xrt_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <vector>
+
+namespace {
+
+// One 64 x 1024 x 256 bf16 block set up the way mlir-aie's test.cpp does it.
+struct raw_block {
+    xrt::device dev{0u};
+    xrt::xclbin xb{xdna_test::kernels_dir() + "/bf16_k1024.xclbin"};
+    xrt::hw_context ctx;
+    xrt::kernel kern;
+    std::vector<uint32_t> instr = xdna::npu_load_instr(xdna_test::kernels_dir() + "/bf16_k1024/t64_r256.bin");
+    xrt::bo bo_instr, a, b, c;
+    static constexpr int M = 64, K = 1024, N = 256;
+    std::vector<double> ref;
+
+    raw_block() {
+        dev.register_xclbin(xb);
+        ctx = xrt::hw_context(dev, xb.get_uuid());
+        kern = xrt::kernel(ctx, "MLIR_AIE");
+        bo_instr = xrt::bo(dev, instr.size() * 4, XCL_BO_FLAGS_CACHEABLE, kern.group_id(1));
+        a = xrt::bo(dev, size_t(M) * K * 2, XRT_BO_FLAGS_HOST_ONLY, kern.group_id(3));
+        b = xrt::bo(dev, size_t(N) * K * 2, XRT_BO_FLAGS_HOST_ONLY, kern.group_id(4));
+        c = xrt::bo(dev, size_t(M) * N * 4, XRT_BO_FLAGS_HOST_ONLY, kern.group_id(5));
+        std::memcpy(bo_instr.map<void*>(), instr.data(), instr.size() * 4);
+        uint16_t* pa = a.map<uint16_t*>();
+        uint16_t* pb = b.map<uint16_t*>();
+        std::vector<double> da(size_t(M) * K), db(size_t(N) * K);
+        for (size_t i = 0; i < da.size(); ++i) {
+            pa[i] = xdna::npu_f32_to_bf16(float((i * 37) % 101) / 50.0f - 1.0f);
+            da[i] = xdna::npu_bf16_to_f32(pa[i]);
+        }
+        for (size_t i = 0; i < db.size(); ++i) {
+            pb[i] = xdna::npu_f32_to_bf16(float((i * 53) % 97) / 48.0f - 1.0f);
+            db[i] = xdna::npu_bf16_to_f32(pb[i]);
+        }
+        ref.assign(size_t(M) * N, 0.0);
+        for (int i = 0; i < M; ++i)
+            for (int j = 0; j < N; ++j) {
+                double s = 0;
+                for (int k = 0; k < K; ++k) s += da[size_t(i) * K + k] * db[size_t(j) * K + k];
+                ref[size_t(i) * N + j] = s;
+            }
+    }
+    void sync_inputs() {
+        bo_instr.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+        a.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+        b.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    }
+    double nmse() const {
+        const float* pc = const_cast<xrt::bo&>(c).map<const float*>();
+        double e = 0, n = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            e += (pc[i] - ref[i]) * (pc[i] - ref[i]);
+            n += ref[i] * ref[i];
+        }
+        return e / n;
+    }
+};
+
+} // namespace
+
+TEST(EmulatorXrt, MlirAieHostSequenceComputesTheBlock) {
+    raw_block r;
+    EXPECT_NE(r.dev.get_info<xrt::info::device::name>().find("emulator"), std::string::npos);
+    EXPECT_EQ(r.kern.group_id(1), 1);   // instructions: bank 1 (SRAM), as aiecc connects them
+    EXPECT_EQ(r.kern.group_id(3), 0);   // data: bank 0 (HOST)
+    r.sync_inputs();
+    unsigned int opcode = 3;
+    xrt::run run = r.kern(opcode, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);
+    r.c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_LE(r.nmse(), 1e-12);
+}
+
+TEST(EmulatorXrt, SkippedSyncGivesStaleData) {
+    raw_block r;
+    r.bo_instr.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    r.b.sync(XCL_BO_SYNC_BO_TO_DEVICE);   // A is never synced: the device copy is still zero
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);   // no error, as on the hardware
+    r.c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_NEAR(r.nmse(), 1.0, 1e-9);   // C = 0 x B
+    // With A synced, but C read without syncing from the device: the host copy keeps what it had.
+    r.a.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    std::memset(r.c.map<void*>(), 0, r.c.size());
+    xrt::run run2 = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run2.wait(), ERT_CMD_STATE_COMPLETED);
+    EXPECT_NEAR(r.nmse(), 1.0, 1e-9);
+    r.c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_LE(r.nmse(), 1e-12);
+}
+
+TEST(EmulatorXrt, UnsyncedInstructionBufferFailsTheRun) {
+    raw_block r;
+    r.a.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    r.b.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ERROR);
+}
+
+TEST(EmulatorXrt, WrongArgumentOrder) {
+    raw_block r;
+    r.sync_inputs();
+    // Data buffers swapped: B (256 x 1024) in A's place is fine in size, A in B's place is too small.
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.b, r.a, r.c);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ERROR);
+    // Instruction count before the instruction buffer: a buffer bound to a scalar argument is refused at once.
+    EXPECT_THROW(r.kern(3u, r.instr.size(), r.bo_instr, r.a, r.b, r.c), std::system_error);
+    // Opcode missing: the instruction buffer lands on the opcode, a scalar argument.
+    EXPECT_THROW(r.kern(r.bo_instr, r.instr.size(), r.a, r.b, r.c), std::system_error);
+    // C never set: the NPU would write through a null address.
+    xrt::run run3(r.kern);
+    run3.set_arg(0, 3u);
+    run3.set_arg(1, r.bo_instr);
+    run3.set_arg(2, static_cast<uint32_t>(r.instr.size()));
+    run3.set_arg(3, r.a);
+    run3.set_arg(4, r.b);
+    run3.start();
+    EXPECT_EQ(run3.wait(), ERT_CMD_STATE_ERROR);
+    // The right order still works afterwards.
+    xrt::run ok = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(ok.wait(), ERT_CMD_STATE_COMPLETED);
+}
+
+TEST(EmulatorXrt, OpcodeMustBeThree) {
+    raw_block r;
+    r.sync_inputs();
+    xrt::run run = r.kern(2u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ERROR);
+    EXPECT_THROW(run.wait2(std::chrono::milliseconds(100)), xrt::run::command_error);
+}
+
+TEST(EmulatorXrt, InstructionBufferInTheWrongGroup) {
+    raw_block r;
+    // Allocated like a data buffer: host-only memory in bank 0. XRT warns and copies it into bank 1, but the copy
+    // is still not in the device heap, so the firmware cannot fetch the instructions.
+    xrt::bo wrong(r.dev, r.instr.size() * 4, XRT_BO_FLAGS_HOST_ONLY, r.kern.group_id(3));
+    std::memcpy(wrong.map<void*>(), r.instr.data(), r.instr.size() * 4);
+    wrong.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    r.a.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    r.b.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    xrt::run run = r.kern(3u, wrong, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ERROR);
+}
+
+TEST(EmulatorXrt, OutputInTheWrongGroupNeverReachesIt) {
+    raw_block r;
+    r.sync_inputs();
+    // C allocated in the instruction bank: XRT binds a copy in bank 0, the results land in the copy.
+    xrt::bo c_wrong(r.dev, r.c.size(), XRT_BO_FLAGS_HOST_ONLY, r.kern.group_id(1));
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, c_wrong);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);
+    c_wrong.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    const float* pc = c_wrong.map<const float*>();
+    for (size_t i = 0; i < r.ref.size(); ++i) ASSERT_EQ(pc[i], 0.0f);
+}
+
+TEST(EmulatorXrt, SeventhHardwareContextFails) {
+    xrt::device dev(0u);
+    xrt::xclbin xb(xdna_test::kernels_dir() + "/bf16_k1024.xclbin");
+    dev.register_xclbin(xb);
+    std::vector<xrt::hw_context> held;
+    for (int i = 0; i < 6; ++i) held.emplace_back(dev, xb.get_uuid());
+    try {
+        xrt::hw_context seventh(dev, xb.get_uuid());
+        FAIL() << "a seventh hardware context was created";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), ENOENT);
+        EXPECT_NE(std::string(e.what()).find("DRM_IOCTL_AMDXDNA_CREATE_HWCTX"), std::string::npos) << e.what();
+    }
+    held.pop_back();   // a freed context can be taken again
+    EXPECT_NO_THROW(held.emplace_back(dev, xb.get_uuid()));
+}
+
+TEST(EmulatorXrt, ContextsHeldByOtherProcessesCount) {
+    xdna_test::scoped_env others("XDNA_EMU_OTHER_CONTEXTS", "5");
+    xrt::device dev(0u);
+    xrt::xclbin xb(xdna_test::kernels_dir() + "/bf16_k1024.xclbin");
+    dev.register_xclbin(xb);
+    xrt::hw_context one(dev, xb.get_uuid());
+    EXPECT_THROW(xrt::hw_context(dev, xb.get_uuid()), std::system_error);
+}
+
+TEST(EmulatorXrt, UnregisteredXclbinAndUnknownKernel) {
+    xrt::device dev(0u);
+    xrt::xclbin xb(xdna_test::kernels_dir() + "/i8_k1024.xclbin");
+    EXPECT_THROW(xrt::hw_context(dev, xb.get_uuid()), std::system_error);
+    dev.register_xclbin(xb);
+    xrt::hw_context ctx(dev, xb.get_uuid());
+    try {
+        xrt::kernel k(ctx, "MLIR_AIE_NOPE");
+        FAIL() << "no error";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("No such kernel 'MLIR_AIE_NOPE'"), std::string::npos) << e.what();
+    }
+    xrt::kernel k(ctx, "MLIR_AIE");
+    EXPECT_THROW(k.group_id(0), std::system_error);   // the opcode is a scalar
+    EXPECT_THROW(k.group_id(9), std::system_error);
+}
+
+TEST(EmulatorXrt, XclbinFileErrors) {
+    EXPECT_THROW(xrt::xclbin(xdna_test::kernels_dir() + "/none.xclbin"), std::runtime_error);
+    EXPECT_THROW(xrt::xclbin(xdna_test::manifest_path()), std::runtime_error);   // JSON, but not an xclbin
+}
+
+TEST(EmulatorXrt, InstructionHeapIs64MiB) {
+    xrt::device dev(0u);
+    std::vector<xrt::bo> bos;
+    // 32 KiB granules: 2048 small instruction buffers fill the heap, the next one fails like the driver.
+    for (int i = 0; i < 2048; ++i) bos.emplace_back(dev, 64, XCL_BO_FLAGS_CACHEABLE, 1u);
+    try {
+        xrt::bo extra(dev, 64, XCL_BO_FLAGS_CACHEABLE, 1u);
+        FAIL() << "the instruction heap did not run out";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), ENOMEM);
+    }
+    bos.clear();
+    EXPECT_NO_THROW(xrt::bo(dev, 60u << 20, XCL_BO_FLAGS_CACHEABLE, 1u));
+    EXPECT_THROW(xrt::bo(dev, 65u << 20, XCL_BO_FLAGS_CACHEABLE, 1u), std::system_error);
+    EXPECT_NO_THROW(xrt::bo(dev, 65u << 20, XRT_BO_FLAGS_HOST_ONLY, 0u));   // data buffers have no such cap
+}
+
+TEST(EmulatorXrt, SyncBoundsAreChecked) {
+    xrt::device dev(0u);
+    xrt::bo bo(dev, 4096, XRT_BO_FLAGS_HOST_ONLY, 0u);
+    EXPECT_NO_THROW(bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, 1024, 3072));
+    EXPECT_THROW(bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, 1024, 3073), std::system_error);
+    EXPECT_THROW(bo.sync(XCL_BO_SYNC_BO_GMIO_TO_AIE), std::system_error);
+}
+
+TEST(EmulatorXrt, TimeoutThenAbort) {
+    xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    raw_block r;
+    r.sync_inputs();
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_EQ(run.wait(std::chrono::milliseconds(50)), ERT_CMD_STATE_TIMEOUT);
+    EXPECT_EQ(run.state(), ERT_CMD_STATE_RUNNING);
+    EXPECT_EQ(run.abort(), ERT_CMD_STATE_ABORT);
+    // Only the first run was faulty: the same run object runs again normally.
+    run.start();
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);
+    r.c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_LE(r.nmse(), 1e-12);
+}
+
+TEST(EmulatorXrt, RunCannotStartTwiceWhileActive) {
+    xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    raw_block r;
+    r.sync_inputs();
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    EXPECT_THROW(run.start(), std::runtime_error);
+    run.abort();
+    xrt::run never(r.kern);
+    EXPECT_EQ(never.wait(std::chrono::milliseconds(1)), ERT_CMD_STATE_NEW);
+    EXPECT_THROW(never.abort(), std::system_error);
+}

@@ -1,0 +1,155 @@
+// Simulated workers on a fake clock, to drive the split planner in tests: each worker's time for r rows is its model
+// (fixed cost + per row, or the NPU's fixed cost + launches x launch time) times seeded multiplicative noise, and the
+// best split is found by brute force over every split the planner could choose, as the reference.
+#pragma once
+
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace xdna_test {
+
+using namespace xdna;
+
+struct sim_worker {
+    worker_kind kind;
+    int64_t align   = 1;
+    double  fixed_s = 0.0;       // per multiply it takes part in
+    double  row_s   = 0.0;       // per row (used when block_rows == 0)
+    int64_t block_rows = 0;      // NPU with blocks: ceil(r / block_rows) * launches_per_block launches of launch_s
+    int64_t launches_per_block = 1;
+    double  launch_s = 0.0;
+    bool    hint = false;        // the NPU tells the planner its blocks and a launch-time guess
+    double  hint_error = 1.0;    // how far that guess is off (the planner must correct it by measurement)
+    bool    units_hint = false;  // the NPU tells the planner its blocks only, no times
+
+    double time(int64_t rows) const {
+        if (rows <= 0) return 0.0;
+        if (block_rows > 0) return fixed_s + (double) ((rows + block_rows - 1) / block_rows * launches_per_block) * launch_s;
+        return fixed_s + (double) rows * row_s;
+    }
+    plan_worker plan_view() const {
+        plan_worker p{ kind, align };
+        if (hint && block_rows > 0) p.cost = { fixed_s * hint_error, launch_s * hint_error, block_rows, launches_per_block };
+        if (units_hint && block_rows > 0) p.cost = { 0.0, 0.0, block_rows, launches_per_block };
+        return p;
+    }
+};
+
+// The CPU at 5 us per row (a 1024 x 512 slice of a Q4_0 multiply on a desktop CPU, roughly), its fixed cost small.
+inline sim_worker sim_cpu(double row_s = 5e-6, int64_t align = 4) {
+    sim_worker w{ worker_kind::cpu, align };
+    w.fixed_s = 20e-6;
+    w.row_s   = row_s;
+    return w;
+}
+
+inline sim_worker sim_gpu(double row_s, int64_t align = 1) {
+    sim_worker w{ worker_kind::gpu, align };
+    w.fixed_s = 50e-6;
+    w.row_s   = row_s;
+    return w;
+}
+
+// An NPU `speedup` times as fast per row as a CPU of `cpu_row_s`, launching 512-row blocks after 180 us of setup.
+inline sim_worker sim_npu(double speedup, bool blocks, bool hint, double cpu_row_s = 5e-6) {
+    sim_worker w{ worker_kind::npu, 1 };
+    w.fixed_s = 180e-6;
+    if (blocks) {
+        w.block_rows = 512;
+        w.launch_s   = 512 * cpu_row_s / speedup;
+        w.hint       = hint;
+    } else {
+        w.row_s = cpu_row_s / speedup;
+    }
+    return w;
+}
+
+struct sim_result {
+    std::vector<row_range> ranges;
+    double makespan = 0.0;   // noise-free: the time the split itself costs
+    int64_t npu_rows = 0;
+    int64_t decision = -1;   // the NPU rows auto had settled on when it planned this call
+    bool    reprobe  = false; // the NPU's rows differ from that decision: a re-probe or a probe of another size
+};
+
+class simulation {
+  public:
+    simulation(planner_options o, std::vector<sim_worker> ws, int64_t n_rows, double noise = 0.0, uint64_t seed = 1)
+        : planner(std::move(o)), workers(std::move(ws)), n(n_rows), noise(noise), rng(seed) {
+        key.op = GGML_OP_MUL_MAT; key.type = GGML_TYPE_Q4_0; key.k = 1024; key.rows = n; key.tokens = 512;
+        for (const sim_worker & w : workers) view.push_back(w.plan_view());
+    }
+
+    // multiplier of worker `kind`'s time at call `call` (1-based): forced outliers
+    std::function<double(int64_t call, worker_kind kind)> outlier;
+
+    sim_result step() {
+        calls++;
+        sim_result r;
+        r.ranges = planner.plan(key, n, view);
+        r.decision = planner.npu_rows_of(key);
+        std::uniform_real_distribution<double> u(1.0 - noise, 1.0 + noise);
+        for (size_t i = 0; i < workers.size(); ++i) {
+            const int64_t rows = r.ranges[i].size();
+            const double  t    = workers[i].time(rows);
+            r.makespan = std::max(r.makespan, t);
+            if (workers[i].kind == worker_kind::npu) {
+                r.npu_rows = rows;
+                r.reprobe  = r.decision >= 0 && rows != r.decision;
+            }
+            if (rows == 0) continue;
+            double measured = t * (noise > 0.0 ? u(rng) : 1.0);
+            if (outlier) measured *= outlier(calls, workers[i].kind);
+            planner.report(key, workers[i].kind, rows, measured);
+        }
+        return r;
+    }
+
+    // the noise-free makespan of `ranges`
+    double makespan(const std::vector<row_range> & ranges) const {
+        double m = 0.0;
+        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, workers[i].time(ranges[i].size()));
+        return m;
+    }
+
+    // The best noise-free makespan over every split the planner may choose: the NPU on whole steps (or every row),
+    // the GPU/CPU boundary on any multiple of their alignments.
+    double optimum(int64_t step = 256) const {
+        const sim_worker * w[3] = { nullptr, nullptr, nullptr };
+        for (const sim_worker & s : workers) w[(int) s.kind] = &s;
+        int64_t a_rest = 1;
+        for (const sim_worker & s : workers) { step = std::lcm(step, s.align); if (s.kind != worker_kind::npu) a_rest = std::lcm(a_rest, s.align); }
+        auto t = [](const sim_worker * s, int64_t r) { return s ? s->time(r) : (r > 0 ? 1e30 : 0.0); };
+        double best = std::numeric_limits<double>::max();
+        std::vector<int64_t> cands;
+        for (int64_t r = 0; r < n; r += step) cands.push_back(r);
+        cands.push_back(n);
+        for (int64_t r : w[0] ? cands : std::vector<int64_t>{ 0 }) {
+            const int64_t left = n - r;
+            if (!w[1]) { best = std::min(best, std::max(t(w[0], r), t(w[2], left))); continue; }
+            for (int64_t g = 0; g <= left; g = (g + a_rest > left && g < left) ? left : g + a_rest) {
+                best = std::min(best, std::max({ t(w[0], r), t(w[1], g), t(w[2], left - g) }));
+                if (g == left) break;
+            }
+        }
+        return best;
+    }
+
+    split_planner planner;
+    std::vector<sim_worker> workers;
+    std::vector<plan_worker> view;
+    shape_key key;
+    int64_t n;
+    double noise;
+    std::mt19937_64 rng;
+    int64_t calls = 0;
+};
+
+}  // namespace xdna_test

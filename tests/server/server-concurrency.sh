@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# llama-server with 4 parallel slots (continuous batching) under a bounded load from a second process on loopback,
+# greedy sampling: no errors, no memory growth, and every response compared with the same prompt run alone.
+#   stock CPU server (plugin disabled): its own divergences under load are the yardstick;
+#   plugin with the NPU share at 0: no more divergences than the stock server;
+#   plugin with the emulated NPU on (default auto split): divergences counted and reported (a different batch
+#   composition changes which path a multiply takes: with fewer than 32 tokens in a batch it stays on the CPU).
+# usage: server-concurrency.sh <llama bin> <plugin> <xdna-gen-model> <llama src> <text>
+set -euo pipefail
+bin=$1 plugin=$2 gen=$3 src=$4 text=$5
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+model=$("$gen" --model llama-tiny --type Q4_0 --llama-src "$src" --llama-bin "$bin")
+tmp=$(mktemp -d)
+server_pid=
+cleanup() { [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+# 8 prompts of 40-120 words from the fixed text, so prompt batches reach the plugin's 32-token minimum
+awk 'BEGIN { RS = ""; n = 0 } length($0) > 200 && n < 8 { print substr($0, 1, 300 + 60 * n); print ""; n++ }' "$text" >"$tmp/prompts"
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+
+serve() {   # serve <name> <env...>: start a server, run the load, stop it; result JSON in $tmp/<name>.json
+    local name=$1; shift
+    local port; port=$(free_port)
+    env "$@" GGML_BACKEND_PATH="$plugin" "$bin/llama-server" -m "$model" --host 127.0.0.1 --port "$port" -np 4 -c 4096 \
+        -t 2 --no-webui --reasoning-format none >"$tmp/$name.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 120); do
+        curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+        kill -0 "$server_pid" 2>/dev/null || { tail -20 "$tmp/$name.log"; echo "server $name died"; exit 1; }
+        sleep 0.5
+    done
+    timeout 600 python3 "$here/load_client.py" "$port" "$server_pid" "$tmp/prompts" 24 3 4 >"$tmp/$name.json"
+    kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+}
+
+serve stock GGML_XDNA_DISABLE=1
+serve share0 GGML_XDNA_NPU_SHARE=0 GGML_XDNA_DEBUG=1
+serve npu GGML_XDNA_DEBUG=1
+
+python3 - "$tmp" <<'PY'
+import json, sys
+tmp = sys.argv[1]
+res = {n: json.load(open(f"{tmp}/{n}.json")) for n in ("stock", "share0", "npu")}
+stock_alone = res["stock"]["alone"]
+ok = True
+def count(name):
+    r = res[name]
+    n_req = sum(len(x) for x in r["loaded"])
+    div_self = sum(1 for rnd in r["loaded"] for i, c in enumerate(rnd) if c != r["alone"][i])
+    div_stock = sum(1 for rnd in r["loaded"] for i, c in enumerate(rnd) if c != stock_alone[i])
+    grow = (r["rss_kib"][1] - r["rss_kib"][0]) / 1024
+    print(f"{name:7s}: {n_req} requests under load in {r['seconds']:.1f} s, {len(r['errors'])} errors, "
+          f"{div_self} differ from the same server's alone run, {div_stock} from the stock server's alone run; "
+          f"RSS {r['rss_kib'][0] // 1024} -> {r['rss_kib'][1] // 1024} MiB ({grow:+.1f})")
+    return r, n_req, div_self, div_stock, grow
+s = count("stock"); z = count("share0"); n = count("npu")
+alone_same = sum(1 for a, b in zip(res["share0"]["alone"], stock_alone) if a == b)
+print(f"share 0 alone runs equal to the stock server's: {alone_same}/{len(stock_alone)}")
+checks = [
+    ("no errors", all(len(x[0]["errors"]) == 0 for x in (s, z, n))),
+    ("every request answered", all(None not in rnd for x in (s, z, n) for rnd in x[0]["loaded"])),
+    ("share 0: no more divergences than the stock server's own", z[3] <= s[2]),
+    ("share 0 alone equals stock alone", alone_same == len(stock_alone)),
+    ("no memory growth over the load (< 64 MiB)", all(x[4] < 64 for x in (s, z, n))),
+]
+passed = sum(1 for _, c in checks if c)
+for name, c in checks:
+    print(("ok   " if c else "FAIL ") + name)
+print(f"emulated NPU on: {n[3]} of {n[1]} responses differ from the stock server alone "
+      f"({n[2]} from its own alone run): the NPU computes in bf16, the CPU in q8, and which rows take which path "
+      f"depends on the batch")
+print(f"{passed} passed, {len(checks) - passed} failed")
+sys.exit(0 if passed == len(checks) else 1)
+PY

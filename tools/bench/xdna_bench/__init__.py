@@ -1,0 +1,1 @@
+"""ggml-xdna benchmark harness (see bench.py)."""

@@ -1,0 +1,91 @@
+"""What each worker did: the lines the plugin appends to GGML_XDNA_REPORT at the end of each run.
+
+    ggml-xdna: 22 multiplies; npu: 1536 rows, 0.120 s | cpu: 4096 rows, 0.310 s
+    ggml-xdna: 22 multiplies; npu: 256 rows, 0.040 s (2 runs failed, redone on the CPU) | cpu: 5376 rows, 0.5 s
+    ggml-xdna: 3 multiplies; no rows
+"""
+
+import re
+from dataclasses import dataclass, field
+
+_LINE_RE = re.compile(r"^ggml-xdna: (\d+) multiplies; (.*)$")
+_PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \((\d+) runs? failed[^)]*\))?$")
+
+
+@dataclass
+class WorkerTotals:
+    rows: int = 0
+    seconds: float = 0.0
+    failed_runs: int = 0
+
+
+@dataclass
+class RunReport:
+    """The sum of every report line of one configuration (all its runs)."""
+    lines: int = 0
+    multiplies: int = 0
+    workers: dict = field(default_factory=dict)   # name -> WorkerTotals, in first-seen order
+
+    def add(self, other):
+        self.lines += other.lines
+        self.multiplies += other.multiplies
+        for name, t in other.workers.items():
+            mine = self.workers.setdefault(name, WorkerTotals())
+            mine.rows += t.rows
+            mine.seconds += t.seconds
+            mine.failed_runs += t.failed_runs
+
+    def total_rows(self):
+        return sum(t.rows for t in self.workers.values())
+
+    def describe(self):
+        """One cell of the results table: each worker's share of the rows and its time."""
+        if self.lines == 0:
+            return "none claimed"
+        total = self.total_rows()
+        if total == 0:
+            return f"{self.multiplies} multiplies, no rows"
+        parts = []
+        for name, t in self.workers.items():
+            s = f"{name} {100.0 * t.rows / total:.0f}% ({t.seconds:.2f} s)"
+            if t.failed_runs:
+                s += f", {t.failed_runs} failed runs redone on the CPU"
+            parts.append(s)
+        return " · ".join(parts)
+
+
+def parse_line(line):
+    """One report line; ValueError naming it when it is not in the plugin's format."""
+    m = _LINE_RE.match(line.strip())
+    if not m:
+        raise ValueError(f"not a ggml-xdna report line: {line.strip()!r}")
+    rep = RunReport(lines=1, multiplies=int(m.group(1)))
+    body = m.group(2).strip()
+    if body == "no rows":
+        return rep
+    for part in body.split(" | "):
+        p = _PART_RE.match(part.strip())
+        if not p:
+            raise ValueError(f"ggml-xdna report line: cannot read the worker part {part.strip()!r}")
+        name = p.group(1)
+        if name in rep.workers:
+            raise ValueError(f"ggml-xdna report line: worker '{name}' appears twice")
+        rep.workers[name] = WorkerTotals(int(p.group(2)), float(p.group(3)), int(p.group(4) or 0))
+    return rep
+
+
+def parse_text(text):
+    """Every report line of a file's text (other lines are ignored: the file is the user's to choose)."""
+    rep = RunReport()
+    for line in text.splitlines():
+        if line.startswith("ggml-xdna: "):
+            rep.add(parse_line(line))
+    return rep
+
+
+def read_file(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return parse_text(f.read())
+    except FileNotFoundError:
+        return RunReport()
