@@ -5,7 +5,7 @@ gen_model="$1" llama_bin="$2" plugin="$3"
 shift 3
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 text="$repo/data/accuracy-text.txt"
-work="$(mktemp -d "${TMPDIR:-/tmp}/xdna-models-test.XXXXXX")"
+work="$(mktemp -d -t xdna-models-test.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

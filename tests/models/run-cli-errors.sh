@@ -21,6 +21,8 @@ expect_error "--entropy .* is out of range"    "$gen_model" --model llama-tiny -
 expect_error "tokenizer not found"             "$gen_model" --model llama-tiny --llama-src "$work/none" --cache-dir "$work/c"
 expect_error "unknown option '--bogus'"        "$gen_model" --bogus
 expect_error "not a llama-perplexity log-probability file" "$tools_bin/xdna-logprobs" stats "$text"
+expect_error "DELTA 'x' is not a number"       "$tools_bin/xdna-perturb-gguf" "$text" "$work/p.gguf" t 0 x
+expect_error "not a readable GGUF file"        "$tools_bin/xdna-perturb-gguf" "$text" "$work/p.gguf" t
 expect_error "no such model file"              "$repo/tools/accuracy/accuracy.sh" --model "$work/missing.gguf"
 expect_error "unknown comparison 'x'"          "$repo/tools/accuracy/accuracy.sh" --model "$text" --compare x
 echo "bad input: all refused with a clear message"

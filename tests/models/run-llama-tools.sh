@@ -14,7 +14,7 @@ grep -q '"32","0"' "$work/bench.csv" && grep -q '"0","4"' "$work/bench.csv" || {
 # llama-cli: one chat turn through the model's chat template
 stock timeout 120 "$llama_bin/llama-cli" -m "$model" -p "Hello, who are you?" -n 16 -t 2 --temp 0 -st \
     < /dev/null > "$work/cli.txt" 2> "$work/cli.log" || { tail -n 20 "$work/cli.log" >&2; fail "llama-cli failed"; }
-reply="$(sed -n '/^> Hello, who are you?/,$p' "$work/cli.txt" | sed 1d | grep -v '^\[ Prompt' | tr -d '[:space:]')"
+reply="$(sed -n '/^> Hello, who are you?/,$p' "$work/cli.txt" | sed 1d | grep -v '^\[ Prompt' | tr -d '[:space:]' || true)"
 [[ -n "$reply" ]] || { cat "$work/cli.txt"; fail "llama-cli printed no reply"; }
 ! grep -qi "error" "$work/cli.txt" || { cat "$work/cli.txt"; fail "llama-cli reported an error"; }
 

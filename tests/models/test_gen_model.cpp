@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -31,8 +32,8 @@ std::string vocab_path(const model_spec & s) { return std::string(XDNA_TEST_LLAM
 
 std::string tmp_path(const std::string & tag) {
     static const std::string dir = [] {
-        char t[] = "/tmp/xdna-gen-model-test.XXXXXX";
-        const char * d = mkdtemp(t);
+        std::string t = (std::filesystem::temp_directory_path() / "xdna-gen-model-test.XXXXXX").string();
+        const char * d = mkdtemp(t.data());
         return std::string(d ? d : ".");
     }();
     return dir + "/" + tag + ".gguf";

@@ -6,6 +6,7 @@
 #include "gguf.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,8 +39,15 @@ int run(int argc, char ** argv) {
         return 2;
     }
     const std::string in = argv[1], out = argv[2], name = argv[3];
-    const long long index = argc > 4 ? strtoll(argv[4], nullptr, 10) : 0;
-    const float delta = argc > 5 ? strtof(argv[5], nullptr) : 1.0f;
+    long long index = 0;
+    float delta = 1.0f;
+    char * end = nullptr;
+    if (argc > 4 && ((index = strtoll(argv[4], &end, 10)), end == argv[4] || *end)) {
+        throw std::runtime_error(std::string("INDEX '") + argv[4] + "' is not an integer");
+    }
+    if (argc > 5 && ((delta = strtof(argv[5], &end)), end == argv[5] || *end || !std::isfinite(delta))) {
+        throw std::runtime_error(std::string("DELTA '") + argv[5] + "' is not a number");
+    }
 
     gguf_init_params p = { /*no_alloc =*/ true, /*ctx =*/ nullptr };
     std::unique_ptr<gguf_context, gguf_deleter> g(gguf_init_from_file(in.c_str(), p));
