@@ -18,7 +18,8 @@ for kind in "${kinds[@]}"; do
     case $kind in
         address) flags="address,undefined"; env_vars=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
                  LSAN_OPTIONS=suppressions=$root/tests/sanitizers/lsan.supp) ;;
-        thread)  flags="thread"; env_vars=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OMP_NUM_THREADS=1) ;;
+        thread)  flags="thread"; env_vars=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/sanitizers/tsan.supp
+                 OMP_NUM_THREADS=1) ;;
         *) echo "unknown sanitizer '$kind' (address or thread)"; exit 2 ;;
     esac
     build="$root/build-$kind"
