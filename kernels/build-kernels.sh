@@ -39,7 +39,7 @@ command -v aiecc.py >/dev/null || { echo "build-kernels.sh: aiecc.py not on PATH
 out="${out:-$(pwd)/kernels-npu1}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-work="$out/work"
+work="$out/build-logs"
 mkdir -p "$work"
 
 IFS=, read -r -a token_list <<< "$tokens"
