@@ -272,20 +272,16 @@ bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row
 }
 
 void npu_worker::convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb) {
-    // gathered rows: convert each token's activation row; padded tokens stay zero
+    // gathered rows (one per token, or per token and expert slot) in one call; padded tokens stay zero
     j.token_blocks = (j.n_tokens + tb - 1) / tb;
     const size_t t_pad = size_t(j.token_blocks * tb);
     if (w8) {
         j.act8.assign(t_pad * ld, 0);
         j.act_scale.assign(t_pad, 0.0f);
-        for (int64_t t = 0; t < j.n_tokens; ++t) {
-            xdna_act_to_int8(src[t], 0, 1, k, j.act8.data() + t * ld, ld, j.act_scale.data() + t);
-        }
+        xdna_act_rows_to_int8(src, j.n_tokens, k, j.act8.data(), ld, j.act_scale.data());
     } else {
         j.act16.assign(t_pad * ld, 0);
-        for (int64_t t = 0; t < j.n_tokens; ++t) {
-            xdna_act_to_bf16(src[t], 0, 1, k, (ggml_bf16_t *) j.act16.data() + t * ld, ld);
-        }
+        xdna_act_rows_to_bf16(src, j.n_tokens, k, (ggml_bf16_t *) j.act16.data(), ld);
     }
 }
 
