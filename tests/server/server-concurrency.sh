@@ -2,7 +2,12 @@
 # llama-server with 4 parallel slots (continuous batching) under a bounded load from a second process on loopback,
 # greedy sampling: no errors, no memory growth, and every response compared with the same prompt run alone.
 #   stock CPU server (plugin disabled): its own divergences under load are the yardstick;
-#   plugin with the NPU share at 0: no more divergences than the stock server;
+#   plugin with the NPU share at 0: no more divergences than the stock server, beyond chance. The stock server
+#   itself diverges a varying number of times under the same load (0 to 3 of 24 requests in repeated runs here: which
+#   requests share a batch, and where their cells sit in the KV cache, is timing), so two runs' counts differ by
+#   chance alone. The check is an exact one-sided test: of the T divergences both servers showed, were share 0's
+#   more than a fair coin gives with 1% probability? A plugin that changes results under load shows in every round;
+#   one that does not passes 99 runs in 100 at worst, and far more often at this machine's divergence counts;
 #   plugin with the emulated NPU on (default auto split): divergences counted and reported (a different batch
 #   composition changes which path a multiply takes: with fewer than 32 tokens in a batch it stays on the CPU).
 # usage: server-concurrency.sh <llama bin> <plugin> <xdna-gen-model> <llama src> <text>
@@ -18,6 +23,8 @@ trap cleanup EXIT
 # 8 prompts of 40-120 words from the fixed text, so prompt batches reach the plugin's 32-token minimum
 awk 'BEGIN { RS = ""; n = 0 } length($0) > 200 && n < 8 { print substr($0, 1, 300 + 60 * n); print ""; n++ }' "$text" >"$tmp/prompts"
 
+rounds=${ROUNDS:-6}   # of the 8 prompts under load: 48 requests per server
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 
 serve() {   # serve <name> <env...>: start a server, run the load, stop it; result JSON in $tmp/<name>.json
@@ -31,7 +38,7 @@ serve() {   # serve <name> <env...>: start a server, run the load, stop it; resu
         kill -0 "$server_pid" 2>/dev/null || { tail -20 "$tmp/$name.log"; echo "server $name died"; exit 1; }
         sleep 0.5
     done
-    timeout 600 python3 "$here/load_client.py" "$port" "$server_pid" "$tmp/prompts" 24 3 4 >"$tmp/$name.json"
+    timeout 600 python3 "$here/load_client.py" "$port" "$server_pid" "$tmp/prompts" 24 "$rounds" 4 >"$tmp/$name.json"
     kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 }
 
@@ -40,7 +47,7 @@ serve share0 GGML_XDNA_NPU_SHARE=0 GGML_XDNA_DEBUG=1
 serve npu GGML_XDNA_DEBUG=1
 
 python3 - "$tmp" <<'PY'
-import json, sys
+import json, math, sys
 tmp = sys.argv[1]
 res = {n: json.load(open(f"{tmp}/{n}.json")) for n in ("stock", "share0", "npu")}
 stock_alone = res["stock"]["alone"]
@@ -57,11 +64,17 @@ def count(name):
     return r, n_req, div_self, div_stock, grow
 s = count("stock"); z = count("share0"); n = count("npu")
 alone_same = sum(1 for a, b in zip(res["share0"]["alone"], stock_alone) if a == b)
+# share 0 against the stock server's own divergences: of the T seen in both, share 0's count is Binomial(T, 1/2)
+# when the plugin adds none; the chance of at least as many as it showed
+total = s[2] + z[3]
+p_excess = sum(math.comb(total, i) for i in range(z[3], total + 1)) / 2 ** total if total else 1.0
+print(f"share 0 against stock: {z[3]} and {s[2]} divergences; chance of share 0 showing at least {z[3]} of {total} "
+      f"when it adds none: {p_excess:.3f}")
 print(f"share 0 alone runs equal to the stock server's: {alone_same}/{len(stock_alone)}")
 checks = [
     ("no errors", all(len(x[0]["errors"]) == 0 for x in (s, z, n))),
     ("every request answered", all(None not in rnd for x in (s, z, n) for rnd in x[0]["loaded"])),
-    ("share 0: no more divergences than the stock server's own", z[3] <= s[2]),
+    ("share 0: no more divergences than the stock server's own, beyond chance (p >= 0.01)", p_excess >= 0.01),
     ("share 0 alone equals stock alone", alone_same == len(stock_alone)),
     ("no memory growth over the load (< 64 MiB)", all(x[4] < 64 for x in (s, z, n))),
 ]

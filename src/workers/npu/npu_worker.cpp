@@ -20,6 +20,7 @@ namespace xdna {
 struct npu_worker::slot {
     const npu_kernel * kernel = nullptr;
     npu_buffer a, b, c;
+    int64_t a_block = -1;   // which activation block `a` holds (in this call), so a repeat is neither copied nor synced
 };
 
 // One matrix of a multiply for the pipeline: a MUL_MAT, or one expert of a MUL_MAT_ID with its routed tokens.
@@ -363,14 +364,18 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         }
     }
 
-    // every block of every job, in order: job, token block, row block, K block (fastest)
-    struct block { int64_t job, tbi, rbi, kbi; };
+    // every block of every job, in order: job, token block, K block, row block (fastest). Consecutive blocks then
+    // share their activations (a slot whose `a` already holds them skips the copy and the sync), and the partial sums
+    // over K go straight into the result rows, the first K block writing them and the others adding, in K order.
+    struct block { int64_t job, tbi, rbi, kbi, a_block; };
     std::vector<block> blocks;
+    int64_t a_blocks = 0;
     for (int64_t ji = 0; ji < (int64_t) jobs.size(); ++ji) {
         for (int64_t tbi = 0; tbi < jobs[ji].token_blocks; ++tbi)
-            for (int64_t rbi = 0; rbi < tiling.row_blocks; ++rbi)
-                for (int64_t kbi = 0; kbi < tiling.k_blocks; ++kbi) blocks.push_back({ ji, tbi, rbi, kbi });
+            for (int64_t kbi = 0; kbi < tiling.k_blocks; ++kbi, ++a_blocks)
+                for (int64_t rbi = 0; rbi < tiling.row_blocks; ++rbi) blocks.push_back({ ji, tbi, rbi, kbi, a_blocks });
     }
+    for (auto & sl : slots) sl->a_block = -1;
     const int64_t n_blocks = blocks.size(), n_kb = tiling.k_blocks;
     const size_t  a_elem = w8 ? 1 : 2;
     const bool    check_finite = rt->results_valid();
@@ -378,10 +383,19 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     auto fill = [&](slot & s, int64_t i) {
         const block & bl = blocks[i];
         const job & j = jobs[bl.job];
-        uint8_t * a = (uint8_t *) s.a.data();
-        const uint8_t * act = w8 ? (const uint8_t *) j.act8.data() : (const uint8_t *) j.act16.data();
-        for (int64_t t = 0; t < tb; ++t) {
-            memcpy(a + size_t(t) * kb * a_elem, act + (size_t(bl.tbi * tb + t) * ld + bl.kbi * kb) * a_elem, kb * a_elem);
+        if (s.a_block != bl.a_block) {
+            uint8_t * a = (uint8_t *) s.a.data();
+            const uint8_t * act = w8 ? (const uint8_t *) j.act8.data() : (const uint8_t *) j.act16.data();
+            if (kb == ld) {
+                memcpy(a, act + size_t(bl.tbi * tb) * ld * a_elem, size_t(tb) * kb * a_elem);
+            } else {
+                for (int64_t t = 0; t < tb; ++t) {
+                    memcpy(a + size_t(t) * kb * a_elem, act + (size_t(bl.tbi * tb + t) * ld + bl.kbi * kb) * a_elem,
+                           kb * a_elem);
+                }
+            }
+            s.a.sync_to_device();
+            s.a_block = bl.a_block;
         }
         uint8_t * b = (uint8_t *) s.b.data();
         const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
@@ -394,75 +408,77 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
                 memset(dst, 0, kb * a_elem);
             }
         }
-        s.a.sync_to_device();
         s.b.sync_to_device();
     };
 
-    std::vector<float> acc(size_t(tb) * rb);
     bool finite = true;
     auto consume = [&](slot & s, int64_t i) {
         const block & bl = blocks[i];
         const job & j = jobs[bl.job];
         s.c.sync_from_device();
-        if (bl.kbi == 0) std::fill(acc.begin(), acc.end(), 0.0f);
+        // the block's valid tokens and rows, into the result: written by the first K block, added by the others
+        const int64_t t_end = std::min(tb, j.n_tokens - bl.tbi * tb);
+        const int64_t r_end = std::min(rb, rows.end - (rows.begin + bl.rbi * rb));
+        const bool first = bl.kbi == 0;
         if (w8) {
             const int32_t * ci = s.c.as<int32_t>();
             if (check_finite) {
                 // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
                 const int64_t bound = int64_t(127) * 127 * kb;
-                for (size_t q = 0; q < acc.size(); ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
+                for (int64_t q = 0; q < tb * rb; ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
             }
-            for (int64_t t = 0; t < tb; ++t) {
+            const float * ws = &j.weight->scales[size_t(j.w_base + bl.rbi * rb) * j.weight->groups + bl.kbi];
+            const size_t ws_step = j.weight->groups;
+            for (int64_t t = 0; t < t_end; ++t) {
                 const float as = j.act_scale[bl.tbi * tb + t];
-                for (int64_t r = 0; r < rb; ++r) {
-                    const int64_t row = bl.rbi * rb + r;
-                    if (rows.begin + row >= rows.end) break;
-                    const float ws = j.weight->scales[size_t(j.w_base + row) * j.weight->groups + bl.kbi];
-                    acc[t * rb + r] += (float) ci[t * rb + r] * as * ws;
+                const int32_t * c = ci + t * rb;
+                float * out = (float *) j.out[bl.tbi * tb + t] + rows.begin + bl.rbi * rb;
+                for (int64_t r = 0; r < r_end; ++r) {
+                    const float v = (float) c[r] * as * ws[r * ws_step];
+                    out[r] = first ? v : out[r] + v;
                 }
             }
         } else {
             const float * cf = s.c.as<float>();
-            for (size_t q = 0; q < acc.size(); ++q) acc[q] += cf[q];
             if (check_finite) {
-                for (size_t q = 0; q < acc.size(); ++q) finite = finite && std::isfinite(cf[q]);
+                for (int64_t q = 0; q < tb * rb; ++q) finite = finite && std::isfinite(cf[q]);
             }
-        }
-        if (bl.kbi == n_kb - 1) {
-            // the block is complete: its valid tokens and rows go straight into the result
-            const int64_t t_end = std::min(tb, j.n_tokens - bl.tbi * tb);
-            const int64_t r_end = std::min(rb, rows.end - (rows.begin + bl.rbi * rb));
             for (int64_t t = 0; t < t_end; ++t) {
+                const float * c = cf + t * rb;
                 float * out = (float *) j.out[bl.tbi * tb + t] + rows.begin + bl.rbi * rb;
-                memcpy(out, &acc[t * rb], r_end * sizeof(float));
+                if (first) {
+                    memcpy(out, c, r_end * sizeof(float));
+                } else {
+                    for (int64_t r = 0; r < r_end; ++r) out[r] += c[r];
+                }
             }
         }
     };
 
-    // the pipeline: the NPU computes block i while the host fills block i+1 into the other slot
-    npu_run run;
-    bool in_flight = false;
+    // the pipeline: two runs in flight, one per slot. While the NPU computes block i+1 (queued behind block i, so
+    // it pays the short queued gap instead of a fresh dispatch), the host takes block i's result out of its slot and
+    // fills that slot with block i+2. A slot's buffers are touched only once its run has been waited for.
+    npu_run run[2];
     try {
-        fill(*slots[0], 0);
-        run = rt->launch(kn, slots[0]->a, slots[0]->b, slots[0]->c);
-        in_flight = true;
-        if (n_blocks > 1) fill(*slots[1], 1);
+        for (int64_t i = 0; i < std::min<int64_t>(2, n_blocks); ++i) {
+            fill(*slots[i], i);
+            run[i] = rt->launch(kn, slots[i]->a, slots[i]->b, slots[i]->c);
+        }
         for (int64_t i = 0; i < n_blocks; ++i) {
             slot & cur = *slots[i % 2];
-            in_flight = false;
-            rt->wait(run);
-            if (i + 1 < n_blocks) {
-                slot & next = *slots[(i + 1) % 2];
-                run = rt->launch(kn, next.a, next.b, next.c);
-                in_flight = true;
-            }
+            rt->wait(run[i % 2]);   // leaves run[i % 2] inactive, done or failed
             consume(cur, i);
-            if (i + 2 < n_blocks) fill(cur, i + 2);
+            if (i + 2 < n_blocks) {
+                fill(cur, i + 2);
+                run[i % 2] = rt->launch(kn, cur.a, cur.b, cur.c);
+            }
         }
     } catch (...) {
         // never leave a run writing into buffers the next call reuses
-        if (in_flight) {
-            try { rt->wait(run); } catch (...) {}
+        for (npu_run & r : run) {
+            if (r.active()) {
+                try { rt->wait(r); } catch (...) {}
+            }
         }
         throw;
     }
