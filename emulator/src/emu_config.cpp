@@ -101,6 +101,9 @@ config config::from_env() {
     size_t heap_mb = c.heap_bytes >> 20;
     read_int("XDNA_EMU_HEAP_MB", &heap_mb, 1, 4096);
     c.heap_bytes = heap_mb << 20;
+    size_t memlock_mb = 0;
+    read_int("XDNA_EMU_MEMLOCK_MB", &memlock_mb, 0, size_t(1) << 30);
+    if (memlock_mb) c.memlock_bytes = memlock_mb << 20;
     if (const char* v = env("XDNA_EMU_FAULT")) {
         if (!std::strcmp(v, "none")) c.fault = fault::none;
         else if (!std::strcmp(v, "error")) c.fault = fault::error;
@@ -125,6 +128,7 @@ std::string config::describe() const {
                   mode_name(mode), dispatch_us, queued_us, bf16_gflops, int8_gops, hwctx_limit, other_contexts, heap_bytes >> 20,
                   threads, fault_name(fault));
     std::string s = buf;
+    if (memlock_bytes != SIZE_MAX) s += ", locked-memory limit " + std::to_string(memlock_bytes >> 20) + " MiB";
     if (fault != fault::none) {
         s += " after " + std::to_string(fault_after) + " run(s), " +
              (fault_count ? std::to_string(fault_count) + " time(s)" : std::string("from then on"));

@@ -22,6 +22,7 @@ struct config {
     int hwctx_limit = 6;            // npu1 driver limit, system-wide
     int other_contexts = 0;         // contexts held by other processes
     size_t heap_bytes = 64u << 20;  // instruction (device) heap per process
+    size_t memlock_bytes = SIZE_MAX; // data buffers the process may pin (RLIMIT_MEMLOCK; the driver counts them)
     enum fault fault = fault::none;
     uint64_t fault_after = 0;       // runs that succeed before the first faulty one
     uint64_t fault_count = 1;       // faulty runs in a row (0: all from then on)

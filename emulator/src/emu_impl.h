@@ -61,6 +61,8 @@ public:
 class bo_impl {
 public:
     bo_impl(std::shared_ptr<device_impl> dev, size_t size, uint32_t flags, memory_group grp);
+    // A sub-buffer: `size` bytes at `offset` of `parent`, sharing both of its copies (xrt::bo(parent, size, offset)).
+    bo_impl(std::shared_ptr<bo_impl> parent, size_t size, size_t offset);
     ~bo_impl();
     bo_impl(const bo_impl&) = delete;
     bo_impl& operator=(const bo_impl&) = delete;
@@ -72,8 +74,11 @@ public:
     uint64_t address = 0;
     uint64_t id = 0;
     size_t heap_bytes = 0;      // taken from the instruction heap (cacheable buffers)
+    size_t pinned_bytes = 0;    // counted against the locked-memory limit (host-only data buffers)
     unsigned char* host = nullptr;   // what map() returns, page aligned like XRT's
     unsigned char* device = nullptr; // what the NPU sees
+    std::shared_ptr<bo_impl> parent; // a sub-buffer's: it owns the storage
+    size_t offset = 0;               // of a sub-buffer in its parent
     bool warned_unsynced = false;    // guarded by the emulated NPU's executor (one warning per buffer)
 };
 
@@ -150,8 +155,11 @@ public:
 
     void heap_alloc(size_t bytes, const config& cfg);
     void heap_free(size_t bytes);
+    void pin(size_t bytes, const config& cfg);     // host-only data buffers, against the locked-memory limit
+    void unpin(size_t bytes);
 
     uint64_t next_buffer(size_t bytes, uint64_t* id);
+    uint64_t next_id();   // a buffer id without an address range of its own (sub-buffers)
     void submit(std::shared_ptr<command> cmd);
 
 private:
@@ -166,6 +174,7 @@ private:
     std::thread m_thread;
     int m_contexts = 0;
     size_t m_heap_used = 0;
+    size_t m_pinned = 0;
     uint64_t m_next_address = 0x4000000;
     uint64_t m_next_id = 1;
     std::chrono::steady_clock::time_point m_busy_until{};

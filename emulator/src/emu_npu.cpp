@@ -101,8 +101,14 @@ std::string check_run(const command& cmd, checked_run* out) {
                    ": the NPU would read or write past it (argument order?)";
         }
     }
-    if (out->a == out->b || out->a == out->c || out->b == out->c || instr == out->a || instr == out->b ||
-        instr == out->c) {
+    // by the bytes the NPU touches, so that sub-buffers of one buffer alias only where they overlap (inputs may
+    // share bytes, as two views of one weight; nothing may share the output's)
+    auto overlap = [](const xrt::bo_impl* x, size_t nx, const xrt::bo_impl* y, size_t ny) {
+        return x->device < y->device + ny && y->device < x->device + nx;
+    };
+    if (overlap(out->c, out->c_bytes, out->a, out->a_bytes) || overlap(out->c, out->c_bytes, out->b, out->b_bytes) ||
+        overlap(instr, out->instr_bytes, out->a, out->a_bytes) || overlap(instr, out->instr_bytes, out->b, out->b_bytes) ||
+        overlap(instr, out->instr_bytes, out->c, out->c_bytes) || out->a == out->b) {
         return "two arguments of one run share a buffer; inputs and outputs of a dispatch must not alias";
     }
     return "";
@@ -180,6 +186,21 @@ void npu::heap_alloc(size_t bytes, const config& cfg) {
     m_heap_used += bytes;
 }
 
+void npu::pin(size_t bytes, const config& cfg) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    if (cfg.memlock_bytes != SIZE_MAX && m_pinned + bytes > cfg.memlock_bytes) {
+        log(1, cfg.log_level, "locked-memory limit reached: %zu KiB pinned of %zu KiB, %zu KiB more asked",
+            m_pinned >> 10, cfg.memlock_bytes >> 10, bytes >> 10);
+        throw std::system_error(ENOMEM, std::generic_category(), "DRM_IOCTL_AMDXDNA_CREATE_BO IOCTL failed (err=-12)");
+    }
+    m_pinned += bytes;
+}
+
+void npu::unpin(size_t bytes) {
+    std::lock_guard<std::mutex> lock(m_mu);
+    m_pinned -= bytes;
+}
+
 void npu::heap_free(size_t bytes) {
     std::lock_guard<std::mutex> lock(m_mu);
     m_heap_used -= bytes;
@@ -191,6 +212,11 @@ uint64_t npu::next_buffer(size_t bytes, uint64_t* id) {
     m_next_address += (bytes + 4095) / 4096 * 4096;
     *id = m_next_id++;
     return addr;
+}
+
+uint64_t npu::next_id() {
+    std::lock_guard<std::mutex> lock(m_mu);
+    return m_next_id++;
 }
 
 void npu::submit(std::shared_ptr<command> cmd) {

@@ -37,6 +37,9 @@ bo_impl::bo_impl(std::shared_ptr<device_impl> d, size_t sz, uint32_t fl, memory_
         // Instruction buffers come from the per-process device heap (64 MiB on npu1), 32 KiB at a time.
         heap_bytes = (size + heap_align - 1) / heap_align * heap_align;
         xdna_emu::npu::get().heap_alloc(heap_bytes, dev->cfg);
+    } else {
+        pinned_bytes = (size + page - 1) / page * page;
+        xdna_emu::npu::get().pin(pinned_bytes, dev->cfg);
     }
     try {
         host = alloc_pages(size);
@@ -44,22 +47,53 @@ bo_impl::bo_impl(std::shared_ptr<device_impl> d, size_t sz, uint32_t fl, memory_
     } catch (...) {
         std::free(host);
         if (heap_bytes) xdna_emu::npu::get().heap_free(heap_bytes);
+        if (pinned_bytes) xdna_emu::npu::get().unpin(pinned_bytes);
         throw;
     }
     address = xdna_emu::npu::get().next_buffer(size, &id);
 }
 
+bo_impl::bo_impl(std::shared_ptr<bo_impl> par, size_t sz, size_t off)
+    : dev(par->dev), size(sz), flags(par->flags), grp(par->grp), parent(std::move(par)), offset(off) {
+    if (size == 0) {
+        throw xrt_error(EINVAL, "bo: size 0 sub-buffers are not supported");
+    }
+    if (offset > parent->size || size > parent->size - offset) {
+        throw xrt_error(EINVAL, "bo: a sub-buffer of " + std::to_string(size) + " bytes at offset " +
+                                    std::to_string(offset) + " exceeds its parent's " + std::to_string(parent->size));
+    }
+    if (parent->flags & XCL_BO_FLAGS_CACHEABLE) {
+        throw xrt_error(EINVAL, "bo: sub-buffers of instruction (cacheable) buffers are not supported here");
+    }
+    host = parent->host + offset;
+    device = parent->device + offset;
+    address = parent->address + offset;
+    id = xdna_emu::npu::get().next_id();
+}
+
 bo_impl::~bo_impl() {
+    if (parent) return;   // the parent owns the storage
     std::free(host);
     std::free(device);
     if (heap_bytes) {
         xdna_emu::npu::get().heap_free(heap_bytes);
+    }
+    if (pinned_bytes) {
+        xdna_emu::npu::get().unpin(pinned_bytes);
     }
 }
 
 bo::bo(const xrt::device& device, size_t sz, bo::flags fl, memory_group grp) {
     if (!device) throw xrt_error(EINVAL, "bo: empty device");
     m_handle = std::make_shared<bo_impl>(device.get_handle(), sz, static_cast<uint32_t>(fl), grp);
+}
+
+bo::bo(const bo& parent, size_t sz, size_t offset) {
+    if (!parent) throw xrt_error(EINVAL, "bo: sub-buffer of an empty buffer");
+    // a sub-buffer of a sub-buffer refers to the root's storage
+    const std::shared_ptr<bo_impl>& p = parent.m_handle;
+    m_handle = p->parent ? std::make_shared<bo_impl>(p->parent, sz, p->offset + offset)
+                         : std::make_shared<bo_impl>(p, sz, offset);
 }
 
 bo::bo(xclDeviceHandle dhdl, size_t sz, bo::flags fl, memory_group grp)

@@ -51,6 +51,24 @@ const char* state_name(ert_cmd_state s) {
 
 // ---- buffers ----
 
+npu_buffer npu_buffer::view(size_t offset, size_t bytes) const {
+    if (!m_bo) throw npu_error(npu_errc::buffer, "view of an empty NPU buffer");
+    if (offset > m_size || bytes == 0 || bytes > m_size - offset) {
+        throw npu_error(npu_errc::buffer, "view of " + std::to_string(bytes) + " bytes at offset " +
+                                              std::to_string(offset) + " of a " + std::to_string(m_size) +
+                                              "-byte NPU buffer");
+    }
+    npu_buffer v;
+    try {
+        v.m_bo = xrt::bo(m_bo, bytes, offset);
+    } catch (const std::exception& e) {
+        throw npu_error(npu_errc::buffer, std::string("cannot make a view of an NPU buffer: ") + e.what());
+    }
+    v.m_host = static_cast<char*>(m_host) + offset;
+    v.m_size = bytes;
+    return v;
+}
+
 void npu_buffer::sync_to_device(size_t bytes, size_t offset) {
     if (!m_bo) throw npu_error(npu_errc::buffer, "sync of an empty NPU buffer");
     if (bytes == SIZE_MAX) bytes = offset <= m_size ? m_size - offset : 0;

@@ -61,6 +61,11 @@ public:
     size_t size() const { return m_size; }
     explicit operator bool() const { return m_host != nullptr; }
 
+    // `bytes` of this buffer from `offset`, as a buffer of its own (an XRT sub-buffer): a kernel argument that reads
+    // part of a larger buffer in place. It shares this buffer's memory, and its syncs are syncs of that range.
+    // Throws npu_error(npu_errc::buffer).
+    npu_buffer view(size_t offset, size_t bytes) const;
+
     // bytes == SIZE_MAX: from offset to the end. Throws npu_error(npu_errc::buffer).
     void sync_to_device(size_t bytes = SIZE_MAX, size_t offset = 0);
     void sync_from_device(size_t bytes = SIZE_MAX, size_t offset = 0);

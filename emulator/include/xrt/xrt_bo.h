@@ -43,6 +43,9 @@ public:
     bo(xclDeviceHandle dhdl, size_t sz, xrtBufferFlags flags, memory_group grp)
         : bo(dhdl, sz, static_cast<bo::flags>(flags), grp) {}
 
+    // A sub-buffer: sz bytes at offset of parent, sharing its storage (and, here, its host and device copies).
+    bo(const bo& parent, size_t sz, size_t offset);
+
     size_t size() const;
     uint64_t address() const;
     memory_group get_memory_group() const;

@@ -1,5 +1,7 @@
 #include "workers/npu/npu_worker.h"
 
+#include "workers/npu/resident_weight.h"
+
 #include "config/config.h"
 #include "convert/xdna-convert.h"
 #include "util/clock.h"
@@ -20,6 +22,7 @@ namespace xdna {
 struct npu_worker::slot {
     const npu_kernel * kernel = nullptr;
     npu_buffer a, b, c;
+    npu_buffer * b_arg = nullptr;   // the block's weights: `b`, or a view of a resident weight
     int64_t a_block = -1;   // which activation block `a` holds (in this call), so a repeat is neither copied nor synced
 };
 
@@ -80,6 +83,7 @@ npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
     : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8), moe_min_tokens(cfg.npu_moe_min_tokens) {
     slots[0].reset(new slot);
     slots[1].reset(new slot);
+    weights.set_placer([this](const ggml_tensor * w, converted_weight & cw) { place_weight(w, cw); });
     start_thread();
 }
 
@@ -98,6 +102,10 @@ const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
 
 bool npu_worker::accepts(const ggml_tensor * node) const {
     if (switched_off || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) return false;
+    // F32 weights stay with the CPU, which computes them exactly: in bf16 the NPU would drop 16 bits of every weight
+    // that the model kept at full precision on purpose (an MoE router, whose expert choice flips on small errors; a
+    // single output that is the small difference of large terms, whose relative error bf16 cannot bound)
+    if (node->src[0]->type == GGML_TYPE_F32) return false;
     return xdna_weight_convertible(node->src[0], nullptr) && design_for(node->src[0]) != nullptr;
 }
 
@@ -225,6 +233,18 @@ void npu_worker::load_designs() {
     const npu_dtype want = w8 ? npu_dtype::i8 : npu_dtype::bf16;
     for (const npu_design & d : rt->manifest().designs()) {
         if (d.b == want && !d.kernels.empty()) rt->acquire(rt->manifest().kernels()[d.kernels[0]]);
+    }
+}
+
+void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
+    const npu_design * d = design_for(w);
+    if (!d || d->kernels.empty() || !resident_ok.load()) return;
+    std::string why;
+    if (make_resident(*rt, rt->manifest().kernels()[d->kernels[0]], d->k, cw, &why)) return;
+    if (resident_ok.exchange(false)) {
+        XDNA_LOG_WARN("NPU weights from here on stay in ordinary memory and are copied to the NPU block by block, which "
+                      "costs host time (%s); raise the locked-memory limit (ulimit -l) to keep them in NPU buffers",
+                      why.c_str());
     }
 }
 
@@ -397,18 +417,26 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
             s.a.sync_to_device();
             s.a_block = bl.a_block;
         }
+        // the weights: in place where the weight is resident (a view of its buffer, synced when it was made);
+        // otherwise, or where the block runs past that buffer, copied into the slot with zeros past the last row
+        resident_weight * res = j.weight->resident.get();
+        s.b_arg = res ? res->block(j.w_base + bl.rbi * rb, rb, bl.kbi) : nullptr;
+        if (s.b_arg) return;
         uint8_t * b = (uint8_t *) s.b.data();
         const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
         for (int64_t r = 0; r < rb; ++r) {
             const int64_t row = bl.rbi * rb + r;   // relative to rows.begin
             uint8_t * dst = b + size_t(r) * kb * a_elem;
             if (rows.begin + row < rows.end) {
-                memcpy(dst, wt + (size_t(j.w_base + row) * ld + bl.kbi * kb) * a_elem, kb * a_elem);
+                const uint8_t * src = res ? res->row_block(j.w_base + row, bl.kbi)
+                                          : wt + (size_t(j.w_base + row) * ld + bl.kbi * kb) * a_elem;
+                memcpy(dst, src, kb * a_elem);
             } else {
                 memset(dst, 0, kb * a_elem);
             }
         }
         s.b.sync_to_device();
+        s.b_arg = &s.b;
     };
 
     bool finite = true;
@@ -462,7 +490,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     try {
         for (int64_t i = 0; i < std::min<int64_t>(2, n_blocks); ++i) {
             fill(*slots[i], i);
-            run[i] = rt->launch(kn, slots[i]->a, slots[i]->b, slots[i]->c);
+            run[i] = rt->launch(kn, slots[i]->a, *slots[i]->b_arg, slots[i]->c);
         }
         for (int64_t i = 0; i < n_blocks; ++i) {
             slot & cur = *slots[i % 2];
@@ -470,7 +498,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
             consume(cur, i);
             if (i + 2 < n_blocks) {
                 fill(cur, i + 2);
-                run[i % 2] = rt->launch(kn, cur.a, cur.b, cur.c);
+                run[i % 2] = rt->launch(kn, cur.a, *cur.b_arg, cur.c);
             }
         }
     } catch (...) {

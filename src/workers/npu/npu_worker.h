@@ -65,6 +65,7 @@ class npu_worker final : public async_worker {
     void convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb);
     work_result compute(const ggml_tensor * node, row_range rows);
     void note_failure(const std::string & why);
+    void place_weight(const ggml_tensor * w, converted_weight & cw);   // the cache's placer: into an NPU buffer
 
     std::unique_ptr<npu_runtime> rt;
     weight_cache                 weights;
@@ -74,6 +75,7 @@ class npu_worker final : public async_worker {
     std::unique_ptr<slot>        slots[2];
 
     std::atomic<bool> switched_off{ false };
+    std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
     int               failures_in_a_row = 0;   // worker thread only
 };
 

@@ -116,6 +116,7 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
 
     auto data = std::make_shared<converted_weight>();
     const bool ok = convert_weight_rows(w, expert, 0, w->ne[1], fmt, ld, *data, err);
+    if (ok && place) place(w, *data);
     {
         std::lock_guard<std::mutex> lock(mtx);
         e->ready = true;

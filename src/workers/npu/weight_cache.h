@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,8 +22,11 @@ namespace xdna {
 
 enum class weight_format { bf16, int8 };
 
+struct resident_weight;   // resident_weight.h: the weight in an NPU buffer, in K panels
+
 // One converted weight: rows x ld elements (ld = K padded to the kernel's K block, zeros past K), and for int8 one
-// scale per row and per 1,024 weights.
+// scale per row and per 1,024 weights. The elements are in `bf16` or `i8`, row-major, or, once the NPU worker has
+// moved them into an NPU buffer, in `resident` (and the vectors are empty).
 struct converted_weight {
     weight_format         format = weight_format::bf16;
     int64_t               rows = 0, k = 0, ld = 0;
@@ -30,8 +34,7 @@ struct converted_weight {
     std::vector<int8_t>   i8;
     std::vector<float>    scales;     // rows x groups
     int64_t               groups = 0;
-
-    size_t bytes() const { return bf16.size() * 2 + i8.size() + scales.size() * sizeof(float); }
+    std::shared_ptr<resident_weight> resident;
 };
 
 // Converts rows [r0, r1) of expert `expert` of `w` into `out` (sized by the caller: (r1 - r0) rows).
@@ -50,6 +53,11 @@ class weight_cache {
 
     // True if the weight can be kept at all (model weights only).
     static bool cacheable(const ggml_tensor * w);
+
+    // Called on every weight the cache converts, before anyone sees it: where the NPU worker moves it into an NPU
+    // buffer. Set before the first get().
+    using placer = std::function<void(const ggml_tensor * w, converted_weight & cw)>;
+    void set_placer(placer p) { place = std::move(p); }
 
     size_t bytes() const;
     size_t entries() const;
@@ -71,6 +79,7 @@ class weight_cache {
     bool has_room(size_t bytes);   // mtx held
 
     size_t budget, headroom;
+    placer place;
     mutable std::mutex mtx;
     std::condition_variable cv;
     std::unordered_map<key, std::shared_ptr<entry>, key_hash> map;

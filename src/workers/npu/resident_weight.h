@@ -1,0 +1,45 @@
+// A converted weight held where the NPU reads it: in one host-only NPU buffer, laid out in K panels (panel p holds
+// every row's K block p, rows x kb elements, row r at (p * rows + r) * kb), synced to the device once. A block of
+// rb rows of panel p is then a contiguous range of that buffer, and the kernel's B argument is a view of it: the
+// host neither copies nor syncs weights per launch, only activations and results.
+//
+// Such buffers are pinned memory (the driver counts them against RLIMIT_MEMLOCK); when one cannot be had, the weight
+// stays in ordinary memory and its blocks are copied into the pipeline's slots as before.
+#pragma once
+
+#include "npu/npu_runtime.h"
+#include "workers/npu/weight_cache.h"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace xdna {
+
+struct resident_weight {
+    npu_buffer buf;
+    int64_t    rows = 0, kb = 0, panels = 0;
+    size_t     elem = 2;   // bytes per weight: 2 (bf16) or 1 (int8)
+
+    // The weights of rows [row, row + n) of K block `panel`, in place; null when they run past the buffer (the
+    // caller then copies that block, padded). Views are made once and kept.
+    npu_buffer * block(int64_t row, int64_t n, int64_t panel);
+
+    // The host copy of one row's K block, for the blocks that are copied.
+    const uint8_t * row_block(int64_t row, int64_t panel) const {
+        return static_cast<const uint8_t *>(buf.data()) + (size_t(panel) * rows + row) * kb * elem;
+    }
+
+  private:
+    std::mutex mu;
+    std::map<std::pair<int64_t, int64_t>, npu_buffer> views;   // by (first byte, bytes)
+};
+
+// Moves the converted weight `cw` (rows x ld, row-major) into an NPU buffer allocated for kernel `k`'s B argument,
+// in K panels of kb, syncs it, and releases cw's row-major copy. False (cw untouched, and why) when the buffer
+// cannot be had.
+bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, converted_weight & cw, std::string * why);
+
+}  // namespace xdna

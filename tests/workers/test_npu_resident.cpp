@@ -1,0 +1,150 @@
+// The NPU worker with its weights resident in NPU buffers (K panels read in place as views), against the same
+// worker converting the weight for the call (blocks copied into its slots): the NPU sees the same bf16 / int8
+// values and the host adds the K blocks in the same order, so the two results must agree bit for bit, on shapes with
+// one and several K panels, row ranges that start inside the weight and blocks that run past its last row. Both are
+// also checked against an fp64 reference of the bf16-rounded inputs.
+//
+// With the emulator's locked-memory limit set (XDNA_EMU_MEMLOCK_MB, CTest's second run of this program) the NPU
+// buffers for the weights cannot be had: the weights must stay in ordinary memory and the results stay the same.
+#include "config/config.h"
+#include "workers/npu/npu_worker.h"
+#include "workers/npu/resident_weight.h"
+
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct shape_t { int64_t k, rows, tokens; xdna::row_range rows_of_npu; };
+
+bool memlock_limited() {
+    const char * v = getenv("XDNA_EMU_MEMLOCK_MB");
+    return v && atoi(v) > 0;
+}
+
+class npu_resident : public ::testing::TestWithParam<std::tuple<shape_t, bool>> {
+  protected:
+    static void SetUpTestSuite() {
+        setenv("XDNA_EMU_LOG", "0", 0);
+        ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
+    }
+};
+
+// One multiply: a Q8_0 weight (rows x k) in a buffer marked as model weights (so cached, and resident) or not
+// (converted for each call), f32 activations (k x tokens).
+struct multiply {
+    ggml_context * ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr;
+    ggml_tensor * w = nullptr, * x = nullptr, * y = nullptr;
+
+    multiply(const shape_t & s, bool weights_usage, const std::vector<uint8_t> & wq, const std::vector<float> & xf) {
+        ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+        ctx = ggml_init(p);
+        w = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, s.k, s.rows);
+        x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, s.k, s.tokens);
+        y = ggml_mul_mat(ctx, w, x);
+        buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+        if (weights_usage) ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        ggml_backend_tensor_set(w, wq.data(), 0, wq.size());
+        ggml_backend_tensor_set(x, xf.data(), 0, xf.size() * sizeof(float));
+        memset(y->data, 0x7f, ggml_nbytes(y));   // rows outside the NPU's range must keep this
+    }
+    ~multiply() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
+    const float * out() const { return (const float *) y->data; }
+};
+
+float bf16_round(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    u = (u + 0x7fff + ((u >> 16) & 1)) & 0xffff0000u;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+TEST_P(npu_resident, resident_weights_give_the_copied_path_s_result_bit_for_bit) {
+    const auto [s, w8] = GetParam();
+    xdna::config cfg = xdna::get_config();
+    cfg.npu_w8 = w8;
+    std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(cfg);
+    ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+
+    std::mt19937 rng(uint32_t(s.k * 31 + s.rows));
+    std::normal_distribution<float> d(0, 1);
+    std::vector<float> wf(size_t(s.k) * s.rows), xf(size_t(s.k) * s.tokens);
+    for (auto & v : wf) v = d(rng);
+    for (auto & v : xf) v = d(rng);
+    std::vector<uint8_t> wq(ggml_row_size(GGML_TYPE_Q8_0, s.k) * s.rows);
+    ggml_quantize_chunk(GGML_TYPE_Q8_0, wf.data(), wq.data(), 0, s.rows, s.k, nullptr);
+
+    multiply cached(s, true, wq, xf), per_call(s, false, wq, xf);
+    for (int rep = 0; rep < 2; ++rep) {   // the second call finds the weight in the cache
+        for (multiply * m : { &cached, &per_call }) {
+            npu->begin(m->y, s.rows_of_npu);
+            const xdna::work_result r = npu->end();
+            ASSERT_TRUE(r.ok) << r.error;
+        }
+    }
+    // where the cached weight lives: an NPU buffer, unless the locked-memory limit forbids it
+    const int64_t ld = (s.k + 1023) / 1024 * 1024;
+    std::string err;
+    auto cw = npu->cache().get(cached.w, 0, w8 ? xdna::weight_format::int8 : xdna::weight_format::bf16, ld, &err);
+    ASSERT_TRUE(cw) << err;
+    EXPECT_EQ(npu->cache().entries(), 1u);   // the same entry the worker used, not a new one
+    EXPECT_EQ(cw->resident != nullptr, !memlock_limited());
+
+    const size_t n = size_t(s.rows) * s.tokens;
+    EXPECT_EQ(0, memcmp(cached.out(), per_call.out(), n * sizeof(float)));
+
+    // rows outside the NPU's range untouched; inside it, the product of the rounded inputs
+    std::vector<float> wd(size_t(s.k) * s.rows);
+    ggml_get_type_traits(GGML_TYPE_Q8_0)->to_float(wq.data(), wd.data(), int64_t(wd.size()));
+    double err2 = 0, ref2 = 0;
+    for (int64_t t = 0; t < s.tokens; ++t) {
+        for (int64_t r = 0; r < s.rows; ++r) {
+            const float got = cached.out()[t * s.rows + r];
+            if (r < s.rows_of_npu.begin || r >= s.rows_of_npu.end) {
+                uint32_t u;
+                memcpy(&u, &got, 4);
+                ASSERT_EQ(u, 0x7f7f7f7fu) << "row " << r << " is not the NPU's";
+                continue;
+            }
+            double ref = 0;
+            for (int64_t i = 0; i < s.k; ++i) {
+                ref += double(bf16_round(wd[r * s.k + i])) * bf16_round(xf[t * s.k + i]);
+            }
+            err2 += (got - ref) * (got - ref);
+            ref2 += ref * ref;
+        }
+    }
+    // bf16: only the order of the f32 sums differs from the reference; int8: the rounding of both inputs to 8 bits
+    EXPECT_LT(err2 / ref2, w8 ? 1e-3 : 1e-9);
+}
+
+const shape_t shapes[] = {
+    { 1024, 1024, 64, { 0, 1024 } },      // one K panel, whole blocks
+    { 3072, 1024, 100, { 256, 1024 } },   // three K panels; the NPU's rows start inside the weight
+    { 2048, 1288, 40, { 0, 1288 } },      // blocks past the last row: the edge block is copied, padded
+    { 1504, 776, 70, { 512, 776 } },      // K padded to two panels, a short last block
+};
+
+INSTANTIATE_TEST_SUITE_P(shapes, npu_resident,
+                         ::testing::Combine(::testing::ValuesIn(shapes), ::testing::Bool()),
+                         [](const auto & info) {
+                             const shape_t & s = std::get<0>(info.param);
+                             return "k" + std::to_string(s.k) + "_rows" + std::to_string(s.rows) + "_from" +
+                                    std::to_string(s.rows_of_npu.begin) + (std::get<1>(info.param) ? "_w8" : "_bf16");
+                         });
+
+}  // namespace
