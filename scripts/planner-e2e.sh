@@ -62,7 +62,7 @@ npu_fraction() {
 # the prompt rate and the model's FLOP per token (dense models: q, k, v, o and the three FFN matrices per layer).
 if [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; then
     read -r embd heads kv hdim ff experts < <("$gen" --list |
-        awk -v m="$model_name" '$1 == m { split($7, h, "/"); print $5, h[1], h[2], $8, $9, $10 }')
+        awk -v m="$model_name" '$1 == m { split($7, h, "/"); print $5, h[1], h[2], $8, $9, $NF }')
     [[ -n "${embd:-}" ]] || die "model $model_name not in xdna-gen-model --list"
     [[ "$experts" == "-" ]] || die "set FAST_NPU and SLOW_NPU for a mixture-of-experts model"
     cpu_ts=$(bench calibrate GGML_XDNA_NPU_SHARE=0)

@@ -69,7 +69,17 @@ double split_planner::npu_work(const shape_state & st, int64_t rows) const {
     return (double) ((rows + st.hint.block_rows - 1) / st.hint.block_rows * st.hint.launches_per_block);
 }
 
-double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu) const {
+const cost_model & split_planner::cpu_model(const shape_state & st, bool npu_along) const {
+    // the model of the situation asked about, once both are measured and clearly apart; else all measurements
+    const cost_model & along = st.model[CPU], & alone = st.cpu_alone;
+    if (along.known() && alone.known()) {
+        const double ratio = along.slope() / alone.slope(), gap = 1.0 + opts.cpu_interference;
+        if (ratio > gap || ratio * gap < 1.0) return npu_along ? along : alone;
+    }
+    return st.cpu_all;
+}
+
+double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const {
     // the GPU and the CPU together, sharing rows in proportion to their speed, finish m rows in m / (rate sum)
     double rate = 0.0;
     if (has_gpu) {
@@ -77,8 +87,11 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
         rate += 1.0 / st.model[GPU].slope();
     }
     if (has_cpu) {
-        if (!st.model[CPU].known()) return -1.0;
-        rate += 1.0 / st.model[CPU].slope();
+        // next to a GPU the CPU's share is small and its time mostly fixed costs: the two situations cannot be told
+        // apart from it, so all its measurements count together
+        const cost_model & c = has_gpu ? st.cpu_all : cpu_model(st, npu_along);
+        if (!c.known()) return -1.0;
+        rate += 1.0 / c.slope();
     }
     return rate > 0.0 ? 1.0 / rate : -1.0;
 }
@@ -86,8 +99,9 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
 int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
                                      bool has_cpu, const char *& why) {
     const cost_model & npu = st.model[NPU];
-    const double p = rest_sec_per_row(st, has_gpu, has_cpu);
-    if (!npu.known() || p <= 0.0) {
+    const double p = rest_sec_per_row(st, has_gpu, has_cpu, true);         // the others, next to the NPU
+    const double p_alone = rest_sec_per_row(st, has_gpu, has_cpu, false);   // and without it
+    if (!npu.known() || p <= 0.0 || p_alone <= 0.0) {
         why = "probe";   // nothing to predict with yet: one block, measured side by side with the others
         return probe;
     }
@@ -98,15 +112,18 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     auto rows_of   = [&](int64_t k) { return std::min(k * step, n); };
     auto t_npu     = [&](int64_t r) { return npu.predict(npu_work(st, r)); };
     auto t_rest    = [&](int64_t r) { return (double) (n - r) * p; };
-    auto makespan  = [&](int64_t r) { return std::max(t_npu(r), t_rest(r)); };
+    auto makespan  = [&](int64_t r) { return r == 0 ? (double) n * p_alone : std::max(t_npu(r), t_rest(r)); };
     int64_t lo = 1, hi = n_cand + 1;   // first k in [1, n_cand] with t_npu >= t_rest (n_cand + 1: none)
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
         const int64_t r = rows_of(mid);
         if (t_npu(r) >= t_rest(r)) hi = mid; else lo = mid + 1;
     }
-    int64_t best = rows_of(lo - 1);
-    if (lo <= n_cand && makespan(rows_of(lo)) < makespan(best)) best = rows_of(lo);
+    // the crossing's two neighbours, and no NPU at all (the others then run alone)
+    int64_t best = 0;
+    for (int64_t k : { lo - 1, lo }) {
+        if (k >= 1 && k <= n_cand && makespan(rows_of(k)) < makespan(best)) best = rows_of(k);
+    }
 
     // Hysteresis: a new share only when it is predicted to save more than `margin`. Changes in quick succession
     // (within `margin_decay` multiplies, once the models rest on a full window of measurements) mean that the
@@ -138,6 +155,13 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
         // one measurement may be the slow first call: the NPU keeps a block until a second one confirms it
         why = "probe";
         return probe;
+    }
+    if (has_cpu && !has_gpu && r > 0 && st.cpu_alone.samples() < 3) {
+        // the CPU has only been measured next to the NPU, which slows it: before a share is trusted to beat the CPU
+        // alone, the CPU alone is measured (three times, so that one odd call cannot decide)
+        n_alone++;
+        why = "re-probe";
+        return 0;
     }
     if (r == 0) {
         // dropped out: one block again after `reprobe_every` multiplies, then after twice as many each time the
@@ -179,10 +203,11 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     return r;
 }
 
-int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
+int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu, bool npu_along) {
     if (!has_cpu || left <= 0) return std::max<int64_t>(left, 0);
     const cost_model & g = st.model[GPU];
-    const cost_model & c = st.model[CPU];
+    const cost_model & c = st.cpu_all;   // see rest_sec_per_row
+    (void) npu_along;
     const bool known = g.known() && c.known();
     // in proportion to their speeds (evenly until both are measured)
     const double frac = known ? (1.0 / g.slope()) / (1.0 / g.slope() + 1.0 / c.slope()) : 0.5;
@@ -253,7 +278,8 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
         }
         if (!has[NPU]) why = "no NPU worker";
         const int64_t left = n_rows - rows[NPU];
-        if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU]);
+        if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU], rows[NPU] > 0);
+        st.planned_npu = rows[NPU];
         if (has[CPU]) rows[CPU] = left - rows[GPU];
 
         const bool transient = why[0] == 'r';   // a re-probe is not a decision: it is counted, not logged
@@ -277,8 +303,9 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                     line += share;
                 }
                 for (int k : { NPU, GPU, CPU }) {
-                    if (!has[k] || rows[k] == 0 || !st.model[k].known()) continue;
-                    const double t = st.model[k].predict(k == NPU ? npu_work(st, rows[k]) : (double) rows[k]);
+                    const cost_model & m = k == CPU ? cpu_model(st, rows[NPU] > 0) : st.model[k];
+                    if (!has[k] || rows[k] == 0 || !m.known()) continue;
+                    const double t = m.predict(k == NPU ? npu_work(st, rows[k]) : (double) rows[k]);
                     line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
                 }
                 line += ")";
@@ -321,7 +348,12 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
         // was: bad measurements at the start), so the old measurements go
         st.model[NPU].forget();
     }
-    st.model[k].add(x, seconds);
+    if (k == CPU) {
+        st.cpu_all.add(x, seconds);
+        (st.planned_npu == 0 ? st.cpu_alone : st.model[CPU]).add(x, seconds);
+    } else {
+        st.model[k].add(x, seconds);
+    }
 }
 
 int64_t split_planner::npu_rows_of(const shape_key & key) const {
@@ -338,8 +370,10 @@ std::string split_planner::summary() const {
     if (opts.npu_share >= 0.0) snprintf(buf, sizeof(buf), "planner (fixed NPU share %g): ", opts.npu_share);
     else snprintf(buf, sizeof(buf), "planner (auto split): ");
     std::string out = buf;
-    snprintf(buf, sizeof(buf), "%lld multiplies over %zu shapes, %lld share changes, %lld re-probes, %lld size probes",
-             (long long) n_plans, shapes.size(), (long long) changes, (long long) n_reprobes, (long long) n_explores);
+    snprintf(buf, sizeof(buf),
+             "%lld multiplies over %zu shapes, %lld share changes, %lld re-probes, %lld size probes, %lld CPU-alone probes",
+             (long long) n_plans, shapes.size(), (long long) changes, (long long) n_reprobes, (long long) n_explores,
+             (long long) n_alone);
     out += buf;
     for (int k : { NPU, GPU, CPU }) {
         const totals & t = sums[k];
@@ -364,12 +398,13 @@ std::vector<std::string> split_planner::shape_report() const {
             sep = " | ";
         }
         l += " rows;";
-        for (int k : { NPU, GPU, CPU }) {
-            const cost_model & m = st.model[k];
+        for (int k : { NPU, GPU, CPU, CPU + 1 }) {
+            const cost_model & m = k > CPU ? st.cpu_alone : st.model[k];
             if (m.samples() == 0) continue;
             const bool launches = k == NPU && st.hint.blocks();
-            l += std::string(" ") + worker_kind_name((worker_kind) k) + " " + fmt_seconds(m.intercept()) + " + " +
-                 fmt_seconds(m.slope()) + (launches ? "/launch" : "/row") + ",";
+            const std::string name = k > CPU ? "cpu alone" : k == CPU ? "cpu next to the npu" : worker_kind_name((worker_kind) k);
+            l += " " + name + " " + fmt_seconds(m.intercept()) + " + " + fmt_seconds(m.slope()) +
+                 (launches ? "/launch" : "/row") + ",";
         }
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
         lines.push_back(std::move(l));

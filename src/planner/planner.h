@@ -75,6 +75,7 @@ struct planner_options {
     int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
     double  npu_overhead_s = 200e-6;  // NPU time per multiply assumed before measurement when there is no hint
     double  gpu_npu_min_gflop = 4.0;  // next to a GPU worker the NPU only joins multiplies of at least this size
+    double  cpu_interference = 0.15;  // the CPU next to the NPU and alone are told apart past this relative gap
     // Where decision lines go when they change. Empty: the plugin's debug log (shown with GGML_XDNA_DEBUG=1).
     std::function<void(const std::string &)> log;
 };
@@ -104,7 +105,14 @@ class split_planner {
 
   private:
     struct shape_state {
-        cost_model    model[3];             // indexed by worker_kind
+        cost_model    model[3];             // indexed by worker_kind; the CPU's while the NPU works alongside
+        // The CPU while the NPU takes no rows. The two differ: the NPU worker's host thread competes with the CPU
+        // worker's threads (and takes one of them when they would use every core), so a CPU that looks slow next
+        // to the NPU may be fast alone, and a share that only pays against that slower CPU must not be chosen.
+        // Both are used only once they differ by more than `cpu_interference` (real interference is 1.5x and more);
+        // otherwise every CPU measurement together, so that noise in the few alone measurements decides nothing.
+        cost_model    cpu_alone, cpu_all;
+        int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a report teaches
         npu_cost_hint hint;                 // the NPU's, as last given
         int64_t       calls       = 0;
         int64_t       npu_cur     = -1;     // NPU rows auto settled on (-1: none yet)
@@ -127,8 +135,9 @@ class split_planner {
 
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                           const char *& why);
-    int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
-    double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu) const;
+    int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu, bool npu_along);
+    double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
+    const cost_model & cpu_model(const shape_state & st, bool npu_along) const;
     double  npu_work(const shape_state & st, int64_t rows) const;
     void    log_plan(const shape_key & key, shape_state & st, const int64_t rows[3], const char * why, bool has[3]);
 
@@ -136,7 +145,7 @@ class split_planner {
     mutable std::mutex mtx;
     std::unordered_map<shape_key, shape_state, shape_key_hash> shapes;
     totals  sums[3];
-    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0;
+    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0;
 };
 
 }  // namespace xdna

@@ -28,9 +28,11 @@ struct sim_worker {
     bool    hint = false;        // the NPU tells the planner its blocks and a launch-time guess
     double  hint_error = 1.0;    // how far that guess is off (the planner must correct it by measurement)
     bool    units_hint = false;  // the NPU tells the planner its blocks only, no times
+    double  next_to_npu = 1.0;   // time multiplier while the NPU takes rows too (its host thread takes CPU time)
 
-    double time(int64_t rows) const {
+    double time(int64_t rows, bool npu_along = false) const {
         if (rows <= 0) return 0.0;
+        if (npu_along && next_to_npu != 1.0) return next_to_npu * time(rows);
         if (block_rows > 0) return fixed_s + (double) ((rows + block_rows - 1) / block_rows * launches_per_block) * launch_s;
         return fixed_s + (double) rows * row_s;
     }
@@ -96,9 +98,10 @@ class simulation {
         r.ranges = planner.plan(key, n, view);
         r.decision = planner.npu_rows_of(key);
         std::uniform_real_distribution<double> u(1.0 - noise, 1.0 + noise);
+        const bool npu_along = npu_rows_in(r.ranges) > 0;
         for (size_t i = 0; i < workers.size(); ++i) {
             const int64_t rows = r.ranges[i].size();
-            const double  t    = workers[i].time(rows);
+            const double  t    = workers[i].time(rows, npu_along);
             r.makespan = std::max(r.makespan, t);
             if (workers[i].kind == worker_kind::npu) {
                 r.npu_rows = rows;
@@ -115,8 +118,16 @@ class simulation {
     // the noise-free makespan of `ranges`
     double makespan(const std::vector<row_range> & ranges) const {
         double m = 0.0;
-        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, workers[i].time(ranges[i].size()));
+        const bool npu_along = npu_rows_in(ranges) > 0;
+        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, workers[i].time(ranges[i].size(), npu_along));
         return m;
+    }
+
+    int64_t npu_rows_in(const std::vector<row_range> & ranges) const {
+        for (size_t i = 0; i < workers.size(); ++i) {
+            if (workers[i].kind == worker_kind::npu) return ranges[i].size();
+        }
+        return 0;
     }
 
     // The best noise-free makespan over every split the planner may choose: the NPU on whole steps (or every row),
@@ -126,12 +137,14 @@ class simulation {
         for (const sim_worker & s : workers) w[(int) s.kind] = &s;
         int64_t a_rest = 1;
         for (const sim_worker & s : workers) { step = std::lcm(step, s.align); if (s.kind != worker_kind::npu) a_rest = std::lcm(a_rest, s.align); }
-        auto t = [](const sim_worker * s, int64_t r) { return s ? s->time(r) : (r > 0 ? 1e30 : 0.0); };
+        int64_t npu_r = 0;   // the NPU's rows of the split being timed: the others are slower next to it
+        auto t = [&npu_r](const sim_worker * s, int64_t r) { return s ? s->time(r, npu_r > 0) : (r > 0 ? 1e30 : 0.0); };
         double best = std::numeric_limits<double>::max();
         std::vector<int64_t> cands;
         for (int64_t r = 0; r < n; r += step) cands.push_back(r);
         cands.push_back(n);
         for (int64_t r : w[0] ? cands : std::vector<int64_t>{ 0 }) {
+            npu_r = r;
             const int64_t left = n - r;
             if (!w[1]) { best = std::min(best, std::max(t(w[0], r), t(w[2], left))); continue; }
             for (int64_t g = 0; g <= left; g = (g + a_rest > left && g < left) ? left : g + a_rest) {

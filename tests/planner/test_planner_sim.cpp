@@ -64,7 +64,9 @@ TEST(planner_sim, converges_to_the_fastest_split_within_a_few_calls) {
         printf("[figures] %-32s optimum %6.2f ms, within 3%% from call %lld, NPU %lld of 3072 rows\n", s.name,
                opt * 1e3, (long long) c, (long long) sim.planner.npu_rows_of(sim.key));
         EXPECT_GE(c, 1) << s.name << ": never within 3% of the optimum";
-        EXPECT_LE(c, 3) << s.name;
+        // two calls with a block on the NPU, then (without a GPU) three with the CPU alone, measured before a share
+        // is trusted to beat it; the next one is the decision
+        EXPECT_LE(c, 6) << s.name;
     }
 }
 
@@ -312,5 +314,27 @@ TEST(planner_sim, same_inputs_give_the_same_plans) {
             }
         }
         EXPECT_EQ(a.planner.summary(), b.planner.summary());
+    }
+}
+
+// The NPU worker's host thread takes CPU time, so the CPU is slower while the NPU takes rows. A share that pays only
+// against that slower CPU must not be chosen: here the NPU at 0.3x the CPU alone, the CPU 2.5x slower next to it, so
+// the CPU alone is fastest (15 ms against 22 ms for the best shared split). And where the NPU is fast enough to pay
+// for its cost to the CPU (3x, the CPU 1.5x slower next to it), the planner still finds the shared optimum.
+TEST(planner_sim, an_npu_that_slows_the_cpu_is_judged_against_the_cpu_alone) {
+    struct { const char * name; double npu_speed, slowdown; } cases[] = {
+        { "npu 0.3x, cpu 2.5x slower next to it", 0.3, 2.5 },
+        { "npu 3x, cpu 1.5x slower next to it", 3.0, 1.5 },
+    };
+    for (const auto & c : cases) {
+        sim_worker cpu = sim_cpu();
+        cpu.next_to_npu = c.slowdown;
+        simulation sim(auto_opts(), { sim_npu(c.npu_speed, true, true), cpu }, 3072, 0.05);
+        const double opt = sim.optimum();
+        const int64_t calls = calls_to_converge(sim, opt, 0.03);
+        printf("[figures] %-40s optimum %6.2f ms, within 3%% from call %lld, NPU %lld of 3072 rows\n", c.name,
+               opt * 1e3, (long long) calls, (long long) sim.planner.npu_rows_of(sim.key));
+        EXPECT_GE(calls, 1) << c.name << ": never within 3% of the optimum";
+        EXPECT_LE(calls, 40) << c.name;
     }
 }
