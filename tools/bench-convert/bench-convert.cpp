@@ -26,6 +26,14 @@
 
 namespace {
 
+// Google Benchmark 1.8 replaced Run::error_occurred with Run::skipped: whichever this version has
+template <typename R> auto run_failed(const R & r, int) -> decltype(bool(r.error_occurred)) { return r.error_occurred; }
+template <typename R> bool run_failed(const R & r, long) { return r.skipped != 0; }
+
+}  // namespace
+
+namespace {
+
 int64_t     g_K = 2048, g_N = 5632, g_T = 512;
 std::string g_types;  // comma-separated type names; empty: all
 bool        g_all_isas = false;
@@ -212,7 +220,7 @@ class table_reporter : public benchmark::ConsoleReporter {
     void ReportRuns(const std::vector<Run> & runs) override {
         ConsoleReporter::ReportRuns(runs);
         for (const Run & r : runs) {
-            if (r.error_occurred || r.run_type != Run::RT_Iteration) {
+            if (run_failed(r, 0) || r.run_type != Run::RT_Iteration) {
                 continue;
             }
             std::string name = r.benchmark_name();
