@@ -57,7 +57,11 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     for (size_t i = 0; i < n_dev; ++i) {
         if (!rows[i].empty()) ws[i]->begin(node, rows[i]);
     }
+    bool npu_along = false;
+    for (size_t i = 0; i < n_dev; ++i) npu_along = npu_along || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
+    cpu.leave_a_core(npu_along);
     const work_result cpu_res = cpu.compute(node, rows[n_dev]);
+    cpu.leave_a_core(false);
     if (!cpu_res.ok) {
         // still collect the device workers before giving up, so none is left writing into the result
         for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty()) ws[i]->end();

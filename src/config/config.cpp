@@ -27,6 +27,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only)" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
+    { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "1 leaves the NPU worker's host thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU, else the first GPU" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
     { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
@@ -98,6 +99,21 @@ struct reader {
         if (!parse_real(v, out, 0.0, 1.0)) warn(name, v, "a share in [0, 1] or auto");
     }
 
+    // auto (-1) or a boolean
+    void auto_boolean(const char * name, int & out) const {
+        const char * v = raw(name);
+        if (!v) return;
+        if (!strcasecmp(v, "auto")) { out = -1; return; }
+        bool b = out > 0;
+        const size_t before = warnings ? warnings->size() : 0;
+        boolean(name, b);
+        if (warnings && warnings->size() > before) {
+            warnings->back() = std::string(name) + "=\"" + v + "\" is not auto, 0 or 1; using the default";
+            return;
+        }
+        out = b ? 1 : 0;
+    }
+
     // 0/off, 1 (all rows), or a fraction
     void decode(const char * name, double & out) const {
         const char * v = raw(name);
@@ -133,6 +149,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     r.boolean("GGML_XDNA_NPU_DISABLE", c.npu_disable);
     r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
+    r.auto_boolean("GGML_XDNA_NPU_HOST_CORE", c.npu_host_core);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
     r.real("GGML_XDNA_GPU_NPU_MIN_GFLOP", c.gpu_npu_min_gflop, 0.0, 1e9);

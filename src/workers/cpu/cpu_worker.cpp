@@ -6,7 +6,10 @@
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
+#include <sched.h>
+
 #include <cstring>
+#include <thread>
 
 namespace xdna {
 
@@ -16,6 +19,8 @@ struct cpu_worker::impl {
     ggml_backend_set_n_threads_t  set_threads = nullptr;
     ggml_context *                ctx         = nullptr;   // views and the one-node graph, reset per call
     int                           n_threads   = 0;
+    int                           n_active    = 0;     // threads the backend computes with now
+    int                           n_cores     = 0;     // cores this process may run on
 
     // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
     // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
@@ -68,6 +73,7 @@ void cpu_worker::set_n_threads(int n_threads) {
     if (get_config().threads > 0) n_threads = get_config().threads;   // the user's explicit choice wins
     if (n_threads == p->n_threads || n_threads <= 0) return;          // llama.cpp calls this every ubatch
     p->n_threads = n_threads;
+    p->n_active  = n_threads;
     if (p->set_threads) p->set_threads(p->backend, n_threads);
     if (!p->openmp && p->pool_new && p->pool_free && p->set_pool) {
         ggml_threadpool_params tp = ggml_threadpool_params_default(n_threads);
@@ -77,6 +83,22 @@ void cpu_worker::set_n_threads(int n_threads) {
         if (p->pool) p->pool_free(p->pool);
         p->pool = pool;
     }
+}
+
+void cpu_worker::leave_a_core(bool yes) {
+    const int policy = get_config().npu_host_core;
+    if (!p->openmp || !p->set_threads || policy == 0) return;
+    if (p->n_cores == 0) {
+        cpu_set_t set;
+        p->n_cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : (int) std::thread::hardware_concurrency();
+        if (p->n_cores <= 0) p->n_cores = 1;
+    }
+    // auto: from 4 cores; with 2, one core given up costs the CPU half its speed, more than the stalls (measured)
+    const bool worth_it = policy > 0 || p->n_cores >= 4;
+    const int want = yes && worth_it && p->n_threads >= p->n_cores && p->n_threads > 1 ? p->n_threads - 1 : p->n_threads;
+    if (want == p->n_active) return;
+    p->n_active = want;
+    p->set_threads(p->backend, want);
 }
 
 void cpu_worker::set_abort_callback(ggml_abort_callback cb, void * data) {

@@ -35,6 +35,11 @@ class cpu_worker final : public worker {
     work_result compute_experts(const ggml_tensor * node, row_range rows, const std::vector<int32_t> & experts);
 
     void set_n_threads(int n_threads);
+    // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
+    // computes with one thread fewer when its threads would otherwise take every core, so that no thread of its team
+    // waits for a core at a barrier while the NPU's thread runs. Only with OpenMP, where a team's size is free to
+    // change from one call to the next.
+    void leave_a_core(bool yes);
     void set_abort_callback(ggml_abort_callback cb, void * data);
     bool is_repacked(const ggml_tensor * weight) const;
 
