@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The NPU failing must never give a wrong result: faults injected through the software XDNA1 (a run that errors,
 # times out or returns NaN) make the engine recompute the rows on the CPU; repeated faults switch the NPU off; a
-# weight cache too small for the model converts weights on every call, with the same results, and says so once.
+# weight cache too small for the model converts weights on every call, with the same results, and says so once; a
+# locked-memory limit keeps weights out of NPU buffers (same results), or the NPU off.
 # Every run has every row on the NPU (GGML_XDNA_NPU_SHARE=1) and is compared with the same run without faults.
 # usage: npu-faults.sh <llama bin> <plugin> <xdna-gen-model> <llama src> <text>
 set -euo pipefail
@@ -55,6 +56,21 @@ out=$(perplexity XDNA_EMU_OTHER_CONTEXTS=6)
 p=$(final "$out")
 echo "all hardware contexts held by other processes: PPL ${p:-none}"
 check "no hardware context: result still right" close_to "${p:-0}" "$ref" 0.01
+
+# pinned memory (the driver counts NPU buffers against RLIMIT_MEMLOCK): a limit with room for the pipeline's buffers
+# but not for every weight keeps the rest of the weights in ordinary memory, says so once, and gives the same result;
+# one without room even for the self-test's buffers keeps the NPU off with one line, and the CPU gives the result
+out=$(perplexity XDNA_EMU_MEMLOCK_MB=8)
+p=$(final "$out")
+echo "locked-memory limit of 8 MiB: PPL ${p:-none}"
+check "memlock 8 MiB: weights past it in ordinary memory, said once" \
+    test "$(grep -c 'stay in ordinary memory' <<<"$out")" -eq 1
+check "memlock 8 MiB: the clean run's result" close_to "${p:-0}" "$ref" 1e-12
+out=$(perplexity XDNA_EMU_MEMLOCK_MB=1)
+p=$(final "$out")
+echo "locked-memory limit of 1 MiB: PPL ${p:-none}; $(grep -E 'ggml-xdna: NPU (unavailable|self-test failed)' <<<"$out" | head -1)"
+check "memlock 1 MiB: one clear line" test "$(grep -cE 'ggml-xdna: NPU (unavailable|self-test failed)' <<<"$out")" -eq 1
+check "memlock 1 MiB: result still right" close_to "${p:-0}" "$ref" 0.01
 
 # bad kernel files: one clear line, the NPU stays off, the CPU carries on with the right result
 kernels=$(cd "$(dirname "$plugin")/../kernels" && pwd)

@@ -20,7 +20,7 @@ namespace xdna {
 
 // The buffers of one pipeline slot, for one kernel.
 struct npu_worker::slot {
-    const npu_kernel * kernel = nullptr;
+    int design = -1;                // the design its buffers are sized for (its largest block)
     npu_buffer a, b, c;
     npu_buffer * b_arg = nullptr;   // the block's weights: `b`, or a view of a resident weight
     int64_t a_block = -1;   // which activation block `a` holds (in this call), so a repeat is neither copied nor synced
@@ -71,6 +71,14 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
         if (!w->self_test(&why)) {
             XDNA_LOG_ERROR("NPU self-test failed, the NPU stays off for this process: %s", why.c_str());
             return nullptr;
+        }
+        // the pipeline's buffers before any weight takes pinned memory (the self-test reserved them, unless the
+        // emulator computes nothing)
+        for (const npu_design & d : w->rt->manifest().designs()) {
+            if (d.b == (cfg.npu_w8 ? npu_dtype::i8 : npu_dtype::bf16) && !d.kernels.empty()) {
+                w->reserve_slots(w->rt->manifest().kernels()[d.kernels[0]]);
+                break;
+            }
         }
         return w;
     } catch (const std::exception & e) {
@@ -248,6 +256,28 @@ void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
     }
 }
 
+void npu_worker::reserve_slots(const npu_kernel & kn) {
+    // Buffers sized for the design's largest block serve every block of it, so they are allocated once per design:
+    // weights made resident later never leave the pipeline without pinned memory for its own buffers.
+    const npu_design & d = rt->manifest().design_of(kn);
+    size_t a = 0, b = 0, c = 0;
+    for (int idx : d.kernels) {
+        const npu_kernel & k = rt->manifest().kernels()[idx];
+        a = std::max(a, k.a_bytes());
+        b = std::max(b, k.b_bytes());
+        c = std::max(c, k.c_bytes());
+    }
+    for (auto & s : slots) {
+        if (s->design == kn.design) continue;
+        s->design = -1;
+        s->a = s->b = s->c = npu_buffer();   // released first: pinned memory is counted
+        s->a = rt->alloc(kn, npu_arg::a, a);
+        s->b = rt->alloc(kn, npu_arg::b, b);
+        s->c = rt->alloc(kn, npu_arg::c, c);
+        s->design = kn.design;
+    }
+}
+
 bool npu_worker::prepare_weight(const ggml_tensor * w) {
     const npu_design * d = design_for(w);
     if (!d) return false;
@@ -374,15 +404,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         convert_activations(j, src_rows.data(), k, ld, tb);
     }
 
-    // the two slots' buffers, for this kernel
-    for (auto & s : slots) {
-        if (s->kernel != &kn) {
-            s->a = rt->alloc(kn, npu_arg::a);
-            s->b = rt->alloc(kn, npu_arg::b);
-            s->c = rt->alloc(kn, npu_arg::c);
-            s->kernel = &kn;
-        }
-    }
+    reserve_slots(kn);
 
     // every block of every job, in order: job, token block, K block, row block (fastest). Consecutive blocks then
     // share their activations (a slot whose `a` already holds them skips the copy and the sync), and the partial sums

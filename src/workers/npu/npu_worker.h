@@ -66,6 +66,7 @@ class npu_worker final : public async_worker {
     work_result compute(const ggml_tensor * node, row_range rows);
     void note_failure(const std::string & why);
     void place_weight(const ggml_tensor * w, converted_weight & cw);   // the cache's placer: into an NPU buffer
+    void reserve_slots(const npu_kernel & kn);   // the two slots' buffers for kn's design, unless they are
 
     std::unique_ptr<npu_runtime> rt;
     weight_cache                 weights;
