@@ -203,11 +203,10 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     return r;
 }
 
-int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu, bool npu_along) {
+int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
     if (!has_cpu || left <= 0) return std::max<int64_t>(left, 0);
     const cost_model & g = st.model[GPU];
-    const cost_model & c = st.cpu_all;   // see rest_sec_per_row
-    (void) npu_along;
+    const cost_model & c = st.cpu_all;   // next to a GPU, every CPU measurement together (see rest_sec_per_row)
     const bool known = g.known() && c.known();
     // in proportion to their speeds (evenly until both are measured)
     const double frac = known ? (1.0 / g.slope()) / (1.0 / g.slope() + 1.0 / c.slope()) : 0.5;
@@ -278,7 +277,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
         }
         if (!has[NPU]) why = "no NPU worker";
         const int64_t left = n_rows - rows[NPU];
-        if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU], rows[NPU] > 0);
+        if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU]);
         st.planned_npu = rows[NPU];
         if (has[CPU]) rows[CPU] = left - rows[GPU];
 

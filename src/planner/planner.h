@@ -135,7 +135,7 @@ class split_planner {
 
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                           const char *& why);
-    int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu, bool npu_along);
+    int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     const cost_model & cpu_model(const shape_state & st, bool npu_along) const;
     double  npu_work(const shape_state & st, int64_t rows) const;

@@ -418,7 +418,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
                 for (int64_t rbi = 0; rbi < tiling.row_blocks; ++rbi) blocks.push_back({ ji, tbi, rbi, kbi, a_blocks });
     }
     for (auto & sl : slots) sl->a_block = -1;
-    const int64_t n_blocks = blocks.size(), n_kb = tiling.k_blocks;
+    const int64_t n_blocks = blocks.size();
     const size_t  a_elem = w8 ? 1 : 2;
     const bool    check_finite = rt->results_valid();
 

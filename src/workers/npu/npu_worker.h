@@ -2,10 +2,11 @@
 // XDNA1 where there is none), on a persistent thread of its own.
 //
 // Per multiply: the activations are converted to bf16 (or int8 with one scale per token) once; the worker's rows are
-// tiled into the kernel's blocks (edges padded with zeros); two buffer slots let the host fill the next block's
-// weights and activations while the NPU computes the current one; partial sums over K blocks are added in f32, int8
-// scales applied, and the results written straight into the worker's rows of the result. Weights come from the
-// converted-weight cache, or are converted for the call when they do not fit it.
+// tiled into the kernel's blocks (edges padded with zeros); two buffer slots, both with a run in flight, let the host
+// take one block's result and fill the next block's activations while the NPU computes; partial sums over K blocks
+// are added in f32 straight into the worker's rows of the result, int8 scales applied. Weights come from the
+// converted-weight cache, held in NPU buffers and read in place (resident_weight.h), or are converted for the call
+// when they do not fit it (then copied into the slots block by block).
 //
 // A failed or timed-out run, or a block with NaN/Inf in its output, fails the call: the engine recomputes the rows on
 // the CPU. After repeated failures the worker switches itself off for the process.
