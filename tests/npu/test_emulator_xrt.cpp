@@ -269,3 +269,49 @@ TEST(EmulatorXrt, RunCannotStartTwiceWhileActive) {
     EXPECT_EQ(never.wait(std::chrono::milliseconds(1)), ERT_CMD_STATE_NEW);
     EXPECT_THROW(never.abort(), std::system_error);
 }
+
+// Sub-buffers (xrt::bo(parent, size, offset)), as the NPU worker's resident weights use them: a kernel argument that
+// reads its range of the parent in place; a sync of the sub-buffer moves only that range; ranges past the parent are
+// refused; and an output that overlaps an input of the same run is an aliasing error, while disjoint ranges of one
+// buffer are fine.
+TEST(EmulatorXrt, SubBuffersReadTheirRangeInPlace) {
+    raw_block r;
+    const size_t nb = r.b.size();
+    xrt::bo parent(r.dev, 2 * nb, XRT_BO_FLAGS_HOST_ONLY, r.kern.group_id(4));
+    uint8_t* p = parent.map<uint8_t*>();
+    std::memset(p, 0x7f, nb);                           // the first half: nothing the block should read
+    std::memcpy(p + nb, r.b.map<const void*>(), nb);    // B in the second half
+    parent.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    xrt::bo second(parent, nb, nb), first(parent, nb, 0);
+    EXPECT_EQ(second.address(), parent.address() + nb);
+    EXPECT_EQ(second.map<uint8_t*>(), p + nb);
+    r.sync_inputs();
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, second, r.c);
+    ASSERT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);
+    r.c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_LE(r.nmse(), 1e-12);
+
+    // garbage written to the whole host copy, only the first half synced: the second half's device copy is intact
+    std::memset(p, 0x7f, 2 * nb);
+    first.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    std::memset(r.c.map<void*>(), 0, r.c.size());
+    r.c.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    xrt::run run2 = r.kern(3u, r.bo_instr, r.instr.size(), r.a, second, r.c);
+    ASSERT_EQ(run2.wait(), ERT_CMD_STATE_COMPLETED);
+    r.c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_LE(r.nmse(), 1e-12);
+
+    EXPECT_THROW(xrt::bo(parent, nb, nb + 1), std::system_error);
+    EXPECT_THROW(xrt::bo(parent, 0, 0), std::system_error);
+
+    // one buffer holding A and C: disjoint ranges run, overlapping ones are refused
+    const size_t na = r.a.size(), nc = r.c.size();
+    xrt::bo both(r.dev, na + nc, XRT_BO_FLAGS_HOST_ONLY, r.kern.group_id(3));
+    std::memcpy(both.map<uint8_t*>(), r.a.map<const void*>(), na);
+    both.sync(XCL_BO_SYNC_BO_TO_DEVICE);
+    xrt::bo a_part(both, na, 0), c_part(both, nc, na), c_over(both, nc, na / 2);
+    xrt::run ok = r.kern(3u, r.bo_instr, r.instr.size(), a_part, r.b, c_part);
+    EXPECT_EQ(ok.wait(), ERT_CMD_STATE_COMPLETED);
+    xrt::run bad = r.kern(3u, r.bo_instr, r.instr.size(), a_part, r.b, c_over);
+    EXPECT_EQ(bad.wait(), ERT_CMD_STATE_ERROR);
+}
