@@ -30,9 +30,9 @@ struct npu_worker::slot {
 struct npu_worker::job {
     int64_t                  n_tokens = 0;
     std::vector<char *>      out;          // per token: where its row 0 of the result goes (f32, rows contiguous)
-    std::vector<uint16_t>    act16;        // tokens (padded) x ld, bf16
-    std::vector<int8_t>      act8;         // or int8 with one scale per token
-    std::vector<float>       act_scale;
+    uint16_t *               act16 = nullptr;      // tokens (padded) x ld, bf16, in the worker's arena
+    int8_t *                 act8 = nullptr;       // or int8 with one scale per token
+    float *                  act_scale = nullptr;
     std::shared_ptr<const converted_weight> cached;
     converted_weight         scratch;
     const converted_weight * weight = nullptr;
@@ -247,8 +247,11 @@ void npu_worker::load_designs() {
 void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
     const npu_design * d = design_for(w);
     if (!d || d->kernels.empty() || !resident_ok.load()) return;
+    int64_t max_rows = 0;   // the largest block's rows: zero rows after the last panel, up to a whole such block
+    for (int idx : d->kernels) max_rows = std::max<int64_t>(max_rows, rt->manifest().kernels()[idx].rows);
+    const int64_t tail = (max_rows - cw.rows % max_rows) % max_rows;
     std::string why;
-    if (make_resident(*rt, rt->manifest().kernels()[d->kernels[0]], d->k, cw, &why)) return;
+    if (make_resident(*rt, rt->manifest().kernels()[d->kernels[0]], d->k, tail, cw, &why)) return;
     if (resident_ok.exchange(false)) {
         XDNA_LOG_WARN("NPU weights from here on stay in ordinary memory and are copied to the NPU block by block, which "
                       "costs host time (%s); raise the locked-memory limit (ulimit -l) to keep them in NPU buffers",
@@ -323,16 +326,16 @@ bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row
 }
 
 void npu_worker::convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb) {
-    // gathered rows (one per token, or per token and expert slot) in one call; padded tokens stay zero
-    j.token_blocks = (j.n_tokens + tb - 1) / tb;
-    const size_t t_pad = size_t(j.token_blocks * tb);
+    // gathered rows (one per token, or per token and expert slot) in one call (columns past K come out zero), and
+    // the padded tokens zeroed
+    const size_t t_pad = size_t(j.token_blocks * tb), pad = (t_pad - j.n_tokens) * ld;
     if (w8) {
-        j.act8.assign(t_pad * ld, 0);
-        j.act_scale.assign(t_pad, 0.0f);
-        xdna_act_rows_to_int8(src, j.n_tokens, k, j.act8.data(), ld, j.act_scale.data());
+        xdna_act_rows_to_int8(src, j.n_tokens, k, j.act8, ld, j.act_scale);
+        memset(j.act8 + size_t(j.n_tokens) * ld, 0, pad);
+        std::fill(j.act_scale + j.n_tokens, j.act_scale + t_pad, 0.0f);
     } else {
-        j.act16.assign(t_pad * ld, 0);
-        xdna_act_rows_to_bf16(src, j.n_tokens, k, (ggml_bf16_t *) j.act16.data(), ld);
+        xdna_act_rows_to_bf16(src, j.n_tokens, k, (ggml_bf16_t *) j.act16, ld);
+        memset(j.act16 + size_t(j.n_tokens) * ld, 0, pad * sizeof(uint16_t));
     }
 }
 
@@ -385,6 +388,30 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     const npu_kernel & kn = *tiling.kernel;
     const int64_t ld = tiling.k_padded, tb = kn.tokens, rb = kn.rows, kb = kn.k;
 
+    // the activations of every job in one arena kept from call to call: a mixture of experts has a hundred jobs a
+    // call, whose fresh allocations would otherwise fault in tens of MB of pages every time
+    size_t arena_rows = 0;
+    for (job & j : jobs) {
+        j.token_blocks = (j.n_tokens + tb - 1) / tb;
+        arena_rows += size_t(j.token_blocks * tb);
+    }
+    if (w8) {
+        if (act8_arena.size() < arena_rows * ld) act8_arena.resize(arena_rows * ld);
+        if (scale_arena.size() < arena_rows) scale_arena.resize(arena_rows);
+    } else if (act16_arena.size() < arena_rows * ld) {
+        act16_arena.resize(arena_rows * ld);
+    }
+    size_t at_row = 0;
+    for (job & j : jobs) {
+        if (w8) {
+            j.act8 = act8_arena.data() + at_row * ld;
+            j.act_scale = scale_arena.data() + at_row;
+        } else {
+            j.act16 = act16_arena.data() + at_row * ld;
+        }
+        at_row += size_t(j.token_blocks * tb);
+    }
+
     // weights (cached, or converted for the call) and activations, once per job
     std::vector<const float *> src_rows;
     for (job & j : jobs) {
@@ -426,17 +453,20 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         const block & bl = blocks[i];
         const job & j = jobs[bl.job];
         if (s.a_block != bl.a_block) {
+            // only the block's real tokens: the rows past them give result rows nobody reads (a mixture of experts'
+            // blocks are often half empty)
+            const int64_t t_valid = std::min(tb, j.n_tokens - bl.tbi * tb);
             uint8_t * a = (uint8_t *) s.a.data();
-            const uint8_t * act = w8 ? (const uint8_t *) j.act8.data() : (const uint8_t *) j.act16.data();
+            const uint8_t * act = w8 ? (const uint8_t *) j.act8 : (const uint8_t *) j.act16;
             if (kb == ld) {
-                memcpy(a, act + size_t(bl.tbi * tb) * ld * a_elem, size_t(tb) * kb * a_elem);
+                memcpy(a, act + size_t(bl.tbi * tb) * ld * a_elem, size_t(t_valid) * kb * a_elem);
             } else {
-                for (int64_t t = 0; t < tb; ++t) {
+                for (int64_t t = 0; t < t_valid; ++t) {
                     memcpy(a + size_t(t) * kb * a_elem, act + (size_t(bl.tbi * tb + t) * ld + bl.kbi * kb) * a_elem,
                            kb * a_elem);
                 }
             }
-            s.a.sync_to_device();
+            s.a.sync_to_device(size_t(t_valid) * kb * a_elem);
             s.a_block = bl.a_block;
         }
         // the weights: in place where the weight is resident (a view of its buffer, synced when it was made);
@@ -465,9 +495,9 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     auto consume = [&](slot & s, int64_t i) {
         const block & bl = blocks[i];
         const job & j = jobs[bl.job];
-        s.c.sync_from_device();
         // the block's valid tokens and rows, into the result: written by the first K block, added by the others
         const int64_t t_end = std::min(tb, j.n_tokens - bl.tbi * tb);
+        s.c.sync_from_device(size_t(t_end) * rb * (w8 ? sizeof(int32_t) : sizeof(float)));
         const int64_t r_end = std::min(rb, rows.end - (rows.begin + bl.rbi * rb));
         const bool first = bl.kbi == 0;
         if (w8) {
@@ -475,7 +505,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
             if (check_finite) {
                 // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
                 const int64_t bound = int64_t(127) * 127 * kb;
-                for (int64_t q = 0; q < tb * rb; ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
+                for (int64_t q = 0; q < t_end * rb; ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
             }
             const float * ws = &j.weight->scales[size_t(j.w_base + bl.rbi * rb) * j.weight->groups + bl.kbi];
             const size_t ws_step = j.weight->groups;
@@ -491,7 +521,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
         } else {
             const float * cf = s.c.as<float>();
             if (check_finite) {
-                for (int64_t q = 0; q < tb * rb; ++q) finite = finite && std::isfinite(cf[q]);
+                for (int64_t q = 0; q < t_end * rb; ++q) finite = finite && std::isfinite(cf[q]);
             }
             for (int64_t t = 0; t < t_end; ++t) {
                 const float * c = cf + t * rb;

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace xdna {
 
@@ -75,6 +76,9 @@ class npu_worker final : public async_worker {
     bool                         w8;
     int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
     std::unique_ptr<slot>        slots[2];
+    std::vector<uint16_t>        act16_arena;   // every job's activations of a call (worker thread only)
+    std::vector<int8_t>          act8_arena;
+    std::vector<float>           scale_arena;
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had

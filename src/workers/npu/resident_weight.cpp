@@ -1,5 +1,6 @@
 #include "workers/npu/resident_weight.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -14,7 +15,8 @@ npu_buffer * resident_weight::block(int64_t row, int64_t n, int64_t panel) {
     return &it->second;
 }
 
-bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, converted_weight & cw, std::string * why) {
+bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t tail_rows, converted_weight & cw,
+                   std::string * why) {
     if (kb <= 0 || cw.ld % kb != 0 || cw.rows <= 0) {
         if (why) *why = "the weight's row length is not a whole number of K blocks";
         return false;
@@ -26,7 +28,7 @@ bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, converted
     r->elem   = cw.format == weight_format::bf16 ? 2 : 1;
     const size_t bytes = size_t(cw.rows) * cw.ld * r->elem;
     try {
-        r->buf = rt.alloc(k, npu_arg::b, bytes);
+        r->buf = rt.alloc(k, npu_arg::b, bytes + size_t(std::max<int64_t>(tail_rows, 0)) * kb * r->elem);
     } catch (const std::exception & e) {
         if (why) *why = e.what();
         return false;
@@ -34,6 +36,7 @@ bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, converted
     const uint8_t * src = cw.format == weight_format::bf16 ? (const uint8_t *) cw.bf16.data() : (const uint8_t *) cw.i8.data();
     uint8_t * dst = r->buf.as<uint8_t>();
     const size_t row_bytes = size_t(kb) * r->elem;
+    memset(dst + bytes, 0, r->buf.size() - bytes);
     if (r->panels == 1) {
         memcpy(dst, src, bytes);
     } else {

@@ -38,8 +38,10 @@ struct resident_weight {
 };
 
 // Moves the converted weight `cw` (rows x ld, row-major) into an NPU buffer allocated for kernel `k`'s B argument,
-// in K panels of kb, syncs it, and releases cw's row-major copy. False (cw untouched, and why) when the buffer
-// cannot be had.
-bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, converted_weight & cw, std::string * why);
+// in K panels of kb, followed by `tail_rows` zero rows, syncs it, and releases cw's row-major copy. The tail lets the
+// last panel's last block be read in place when the weight's rows are not a whole number of the largest blocks
+// (an expert of 768 rows read in blocks of 512). False (cw untouched, and why) when the buffer cannot be had.
+bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t tail_rows, converted_weight & cw,
+                   std::string * why);
 
 }  // namespace xdna
