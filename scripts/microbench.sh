@@ -60,7 +60,7 @@ echo
 echo "== the NPU worker's host feed rate, the software XDNA1 in null mode (xdna-bench-npu-feed)"
 if [[ -x "$bin/xdna-bench-npu-feed" ]]; then
     # tokens per multiply, repetitions; --quick measures fewer repetitions
-    if (( quick )); then "$bin/xdna-bench-npu-feed" 512 2; else "$bin/xdna-bench-npu-feed" 512 5; fi
+    if (( quick )); then "$bin/xdna-bench-npu-feed" 512 2; else "$bin/xdna-bench-npu-feed" 512 5 0 moe; fi
 else
     echo "xdna-bench-npu-feed was not built (tools/bench-npu-feed)"
 fi
