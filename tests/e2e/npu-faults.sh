@@ -11,15 +11,18 @@ model=$("$gen" --model llama-tiny --type Q4_0 --llama-src "$src" --llama-bin "$b
 args=(-m "$model" -f "$text" -c 128 --chunks 4 -b 128 -t 2)
 passed=0 failed=0
 
-perplexity() {   # perplexity <env...>: prints the log (rerun if the logger lost the final line)
+# The pinned llama.cpp's logger loses the last lines of a run now and then (stock llama-perplexity without the plugin,
+# exit status 0: 3 runs in 10 on this 2-CPU machine while another test ran), so a run whose output is incomplete is
+# run again, up to ten times.
+perplexity() {   # perplexity <env...>: prints the log
     local out i
-    for i in 1 2 3; do
+    for i in 1 2 3 4 5 6 7 8 9 10; do
         out=$(env GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
         grep -q 'Final estimate' <<<"$out" && break
     done
     printf '%s\n' "$out"
 }
-final() { grep -oE 'Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$'; }
+final() { grep -oE 'Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$' || true; }   # empty: no estimate
 check() {   # check <name> <condition...>
     local name=$1; shift
     if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
