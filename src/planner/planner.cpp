@@ -69,7 +69,10 @@ double split_planner::npu_work(const shape_state & st, int64_t rows) const {
     return (double) ((rows + st.hint.block_rows - 1) / st.hint.block_rows * st.hint.launches_per_block);
 }
 
-const cost_model & split_planner::cpu_model(const shape_state & st, bool npu_along) const {
+const cost_model & split_planner::cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const {
+    // next to a GPU the CPU's share is small and its time mostly fixed costs: the two situations cannot be told apart
+    // from it, so all its measurements count together
+    if (has_gpu) return st.cpu_all;
     // the model of the situation asked about, once both are measured and clearly apart; else all measurements
     const cost_model & along = st.model[CPU], & alone = st.cpu_alone;
     if (along.known() && alone.known()) {
@@ -87,9 +90,7 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
         rate += 1.0 / st.model[GPU].slope();
     }
     if (has_cpu) {
-        // next to a GPU the CPU's share is small and its time mostly fixed costs: the two situations cannot be told
-        // apart from it, so all its measurements count together
-        const cost_model & c = has_gpu ? st.cpu_all : cpu_model(st, npu_along);
+        const cost_model & c = cpu_model(st, has_gpu, npu_along);
         if (!c.known()) return -1.0;
         rate += 1.0 / c.slope();
     }
@@ -206,7 +207,7 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
 int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
     if (!has_cpu || left <= 0) return std::max<int64_t>(left, 0);
     const cost_model & g = st.model[GPU];
-    const cost_model & c = st.cpu_all;   // next to a GPU, every CPU measurement together (see rest_sec_per_row)
+    const cost_model & c = cpu_model(st, true, false);   // only ever next to a GPU
     const bool known = g.known() && c.known();
     // in proportion to their speeds (evenly until both are measured)
     const double frac = known ? (1.0 / g.slope()) / (1.0 / g.slope() + 1.0 / c.slope()) : 0.5;
@@ -302,7 +303,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                     line += share;
                 }
                 for (int k : { NPU, GPU, CPU }) {
-                    const cost_model & m = k == CPU ? cpu_model(st, rows[NPU] > 0) : st.model[k];
+                    const cost_model & m = k == CPU ? cpu_model(st, has[GPU], rows[NPU] > 0) : st.model[k];
                     if (!has[k] || rows[k] == 0 || !m.known()) continue;
                     const double t = m.predict(k == NPU ? npu_work(st, rows[k]) : (double) rows[k]);
                     line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);

@@ -137,7 +137,8 @@ class split_planner {
                           const char *& why);
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
-    const cost_model & cpu_model(const shape_state & st, bool npu_along) const;
+    // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
+    const cost_model & cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const;
     double  npu_work(const shape_state & st, int64_t rows) const;
     void    log_plan(const shape_key & key, shape_state & st, const int64_t rows[3], const char * why, bool has[3]);
 

@@ -262,6 +262,7 @@ void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
 void npu_worker::reserve_slots(const npu_kernel & kn) {
     // Buffers sized for the design's largest block serve every block of it, so they are allocated once per design:
     // weights made resident later never leave the pipeline without pinned memory for its own buffers.
+    if (slots[0]->design == kn.design && slots[1]->design == kn.design) return;
     const npu_design & d = rt->manifest().design_of(kn);
     size_t a = 0, b = 0, c = 0;
     for (int idx : d.kernels) {
