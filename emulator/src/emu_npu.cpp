@@ -2,6 +2,7 @@
 // run's argument contract and computes its block (see docs/emulator.md for what is checked and modelled).
 #include "emu_impl.h"
 #include "emu_matmul.h"
+#include "xdna_emu/emu_observer.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -14,6 +15,11 @@ namespace xdna_emu {
 namespace {
 
 std::atomic<bool> g_stopping{false};
+std::atomic<run_observer> g_observer{nullptr};
+
+double steady_seconds(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
 
 // Argument positions of the aiecc NPU kernel: opcode, instructions, instruction count, then bo0..bo4.
 constexpr size_t ARG_OPCODE = 0, ARG_INSTR = 1, ARG_NINSTR = 2, ARG_A = 3, ARG_B = 4, ARG_C = 5;
@@ -132,6 +138,10 @@ double block_seconds(const design& d, const gemm_block& b, const config& cfg) {
 }
 
 } // namespace
+
+void set_run_observer(run_observer fn) {
+    g_observer.store(fn);
+}
 
 npu& npu::get() {
     // Never destroyed, so that buffers and contexts released late in process exit still find it; only the
@@ -305,6 +315,9 @@ ert_cmd_state npu::execute(command& cmd) {
         const auto start = std::max(cmd.submitted + dispatch, m_busy_until + gap);
         done = start + busy;
         m_busy_until = done;
+        if (run_observer fn = g_observer.load()) {
+            fn(steady_seconds(start), steady_seconds(done));
+        }
     }
 
     const auto t0 = std::chrono::steady_clock::now();

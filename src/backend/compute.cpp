@@ -2,7 +2,9 @@
 
 #include "backend/claim.h"
 
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,6 +31,10 @@ std::string compute_engine::summary() const {
         snprintf(buf, sizeof(buf), "%s%s: %lld rows, %.3f s", out.empty() ? "" : " | ", worker_kind_name(k),
                  (long long) t.rows, t.seconds);
         out += buf;
+        if (t.busy > 0.0 && t.seconds > 0.0) {
+            snprintf(buf, sizeof(buf), " (device busy %.0f%%)", 100.0 * t.busy / t.seconds);
+            out += buf;
+        }
         if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
     }
     return std::to_string(n_multiplies) + " multiplies; " + (out.empty() ? "no rows" : out);
@@ -36,6 +42,8 @@ std::string compute_engine::summary() const {
 
 ggml_status compute_engine::compute(const ggml_tensor * node) {
     n_multiplies++;
+    trace::name_thread("llama.cpp thread: CPU worker");
+    const double t_start = trace::on() ? now_seconds() : 0.0;
     const shape_key key = shape_key_of(node, cpu.is_repacked(node->src[0]));
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
 
@@ -54,13 +62,20 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
 
     // start the device workers, then do the CPU's share here, then collect
     const size_t n_dev = ws.size() - 1;
+    std::vector<double> busy0(n_dev, -1.0);
     for (size_t i = 0; i < n_dev; ++i) {
-        if (!rows[i].empty()) ws[i]->begin(node, rows[i]);
+        if (rows[i].empty()) continue;
+        busy0[i] = ws[i]->device_busy_seconds();
+        ws[i]->begin(node, rows[i]);
     }
     bool npu_along = false;
     for (size_t i = 0; i < n_dev; ++i) npu_along = npu_along || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
     cpu.leave_a_core(npu_along);
-    const work_result cpu_res = cpu.compute(node, rows[n_dev]);
+    work_result cpu_res;
+    {
+        trace::scope ts("cpu rows", rows[n_dev].size());
+        cpu_res = cpu.compute(node, rows[n_dev]);
+    }
     cpu.leave_a_core(false);
     if (!cpu_res.ok) {
         // still collect the device workers before giving up, so none is left writing into the result
@@ -74,7 +89,8 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         const work_result r = ws[i]->end();
-        planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds, r.ok);
+        if (busy0[i] >= 0.0) sums[(int) ws[i]->kind()].busy += ws[i]->device_busy_seconds() - busy0[i];
+        planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds, r.ok, r.fixed_seconds);
         account(ws[i]->kind(), rows[i].size(), r);
         if (r.ok && !r.experts_left.empty()) {
             // experts with too few routed tokens for the device: the CPU does their rows too
@@ -89,6 +105,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
             if (!redo.ok) return GGML_STATUS_FAILED;
         }
     }
+    if (trace::on()) trace::add("multiply", t_start, now_seconds(), key.rows, std::string(node->name) + ": " + key.str());
     return GGML_STATUS_SUCCESS;
 }
 

@@ -27,6 +27,7 @@ class compute_engine {
     struct totals {
         int64_t rows = 0, runs = 0, failures = 0;
         double  seconds = 0.0;
+        double  busy    = 0.0;   // its device busy meanwhile (the NPU's runs), when the worker can tell
     };
     void account(worker_kind kind, int64_t rows, const work_result & r);
 

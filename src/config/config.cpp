@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include "util/log.h"
+#include "util/trace.h"
 
 #include <cerrno>
 #include <cmath>
@@ -17,6 +18,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
     { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
     { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (what each worker did), for scripts" },
+    { "GGML_XDNA_TRACE",          "",      "file to write a timeline of every multiply to (Chrome trace-event JSON: Perfetto, chrome://tracing)" },
     { "GGML_XDNA_NPU_SHARE",      "auto",  "NPU share of each matrix multiply: 0-1 (whole 256-row steps) or auto" },
     { "GGML_XDNA_NPU_W8",         "0",     "1 makes the NPU read weights as int8 (one scale per row and 1,024 weights)" },
     { "GGML_XDNA_NPU_CACHE_MB",   "4096",  "memory for the NPU's converted weights; weights beyond it are converted on every call" },
@@ -139,6 +141,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.boolean("GGML_XDNA_DEBUG", c.debug);
     r.integer("GGML_XDNA_THREADS", c.threads, 0, 1024);
     r.string("GGML_XDNA_REPORT", c.report);
+    r.string("GGML_XDNA_TRACE", c.trace);
     r.share("GGML_XDNA_NPU_SHARE", c.npu_share);
     r.boolean("GGML_XDNA_NPU_W8", c.npu_w8);
     r.integer("GGML_XDNA_NPU_CACHE_MB", c.npu_cache_mb, 0, 1LL << 24);
@@ -179,6 +182,7 @@ const config & get_config() {
         for (const auto & w : warnings) {
             XDNA_LOG_WARN("%s", w.c_str());
         }
+        trace::open(cfg.trace);
     });
     return cfg;
 }

@@ -25,6 +25,7 @@ struct config {
     bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
     int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
     std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
+    std::string trace;               // GGML_XDNA_TRACE: file the timeline is written to (Chrome trace events)
 
     // NPU worker
     double npu_share      = -1.0;    // GGML_XDNA_NPU_SHARE: 0..1 fixed share, < 0 = auto

@@ -4,6 +4,13 @@
 
 #include "npu_instr.h"
 
+#include "util/trace.h"
+
+#ifdef GGML_XDNA_EMULATED
+#include "xdna_emu/emu_observer.h"
+#endif
+
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <system_error>
@@ -21,6 +28,19 @@ struct npu_loaded_design {
 };
 
 namespace {
+
+double seconds_of(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// The NPU's busy time, in microseconds: on hardware as the host sees it (launch, or the previous run's end, to the
+// completed wait); the emulator tells its modelled runs exactly.
+std::atomic<int64_t> g_busy_us{0};
+
+void note_busy(double t0, double t1) {
+    g_busy_us.fetch_add(int64_t((t1 - t0) * 1e6), std::memory_order_relaxed);
+    trace::add_device("npu run", t0, t1);
+}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -124,6 +144,11 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     }
     rt->m_emulated = rt->m_device_name.find("emulator") != std::string::npos;
     rt->m_results_valid = rt->m_device_name.find("results invalid") == std::string::npos;
+#ifdef GGML_XDNA_EMULATED
+    // the emulator tells the modelled span of each run, which the host cannot see
+    xdna_emu::set_run_observer(note_busy);
+    rt->m_emulated_timing = true;
+#endif
     if (!rt->m_manifest.emulator_kernels() && rt->m_emulated) {
         throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists hardware kernels, but the device is "
                                             "the software XDNA1 emulator, which runs only its own kernel set (the "
@@ -298,7 +323,9 @@ int npu_runtime::designs_loaded() const {
 
 npu_stats npu_runtime::stats() const {
     std::lock_guard<std::mutex> lock(m_mu);
-    return m_stats;
+    npu_stats s = m_stats;
+    s.busy_ms = 1e-3 * (double) g_busy_us.load(std::memory_order_relaxed);
+    return s;
 }
 
 // ---- buffers and runs ----
@@ -377,6 +404,11 @@ void npu_runtime::wait(npu_run& run, int timeout_ms) {
         std::lock_guard<std::mutex> lock(m_mu);
         ++m_stats.completed;
         m_stats.run_ms += ms_since(run.m_start);
+        if (!m_emulated_timing) {
+            const auto end = std::chrono::steady_clock::now();
+            note_busy(seconds_of(std::max(run.m_start, m_last_done)), seconds_of(end));
+            m_last_done = end;
+        }
         run = npu_run();
         return;
     }

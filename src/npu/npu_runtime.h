@@ -104,6 +104,7 @@ struct npu_stats {
     uint64_t loads = 0, unloads = 0;
     double load_ms = 0, unload_ms = 0;   // time spent creating / destroying hardware contexts
     double run_ms = 0;                   // launch to completed wait, summed over completed runs
+    double busy_ms = 0;                  // the NPU busy with runs (the emulator's modelled time), in this process
 };
 
 class npu_runtime {
@@ -149,6 +150,8 @@ private:
     std::string m_device_name;
     bool m_emulated = false;
     bool m_results_valid = true;
+    bool m_emulated_timing = false;                             // busy time from the emulator, not from waits
+    std::chrono::steady_clock::time_point m_last_done;          // the last completed run's end (m_mu)
 
     mutable std::mutex m_mu;
     std::vector<xrt::xclbin> m_xclbins;                         // per design, parsed once

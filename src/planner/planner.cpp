@@ -69,6 +69,12 @@ double split_planner::npu_work(const shape_state & st, int64_t rows) const {
     return (double) ((rows + st.hint.block_rows - 1) / st.hint.block_rows * st.hint.launches_per_block);
 }
 
+double split_planner::npu_time(const shape_state & st, int64_t rows) const {
+    if (rows <= 0) return 0.0;
+    const double t = st.model[NPU].predict(npu_work(st, rows));
+    return st.npu_split ? st.npu_fixed.slope() + t : t;
+}
+
 const cost_model & split_planner::cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const {
     // next to a GPU the CPU's share is small and its time mostly fixed costs: the two situations cannot be told apart
     // from it, so all its measurements count together
@@ -111,7 +117,7 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     // shrinks, so the best candidate is where the two cross: found by bisection in O(log(n / step)).
     const int64_t n_cand = (n + step - 1) / step;   // candidate k gives min(k * step, n) rows
     auto rows_of   = [&](int64_t k) { return std::min(k * step, n); };
-    auto t_npu     = [&](int64_t r) { return npu.predict(npu_work(st, r)); };
+    auto t_npu     = [&](int64_t r) { return npu_time(st, r); };
     auto t_rest    = [&](int64_t r) { return (double) (n - r) * p; };
     auto makespan  = [&](int64_t r) { return r == 0 ? (double) n * p_alone : std::max(t_npu(r), t_rest(r)); };
     int64_t lo = 1, hi = n_cand + 1;   // first k in [1, n_cand] with t_npu >= t_rest (n_cand + 1: none)
@@ -259,8 +265,8 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                     (!h.blocks() || (st.hint.block_rows == h.block_rows && st.hint.launches_per_block == h.launches_per_block));
                 if (!same_unit) st.model[NPU] = cost_model();
                 st.hint = h;
-                st.model[NPU].set_prior(h.fixed_s > 0.0 ? h.fixed_s : opts.npu_overhead_s, h.launch_s,
-                                        true);
+                if (st.npu_split) st.model[NPU].set_prior(0.0, h.launch_s, false);
+                else st.model[NPU].set_prior(h.fixed_s > 0.0 ? h.fixed_s : opts.npu_overhead_s, h.launch_s, true);
             }
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {
@@ -305,7 +311,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                 for (int k : { NPU, GPU, CPU }) {
                     const cost_model & m = k == CPU ? cpu_model(st, has[GPU], rows[NPU] > 0) : st.model[k];
                     if (!has[k] || rows[k] == 0 || !m.known()) continue;
-                    const double t = m.predict(k == NPU ? npu_work(st, rows[k]) : (double) rows[k]);
+                    const double t = k == NPU ? npu_time(st, rows[k]) : m.predict((double) rows[k]);
                     line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
                 }
                 line += ")";
@@ -327,7 +333,8 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
     return out;
 }
 
-void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok) {
+void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok,
+                           double fixed_s) {
     const int k = (int) kind;
     if (rows <= 0 || k < 0 || k > 2) return;
     std::lock_guard<std::mutex> lock(mtx);
@@ -343,12 +350,22 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
 
     shape_state & st = shapes[key];
     const double x = k == NPU ? npu_work(st, rows) : (double) rows;
-    if (k == NPU && st.npu_cur == 0 && st.model[NPU].known() && seconds < 0.5 * st.model[NPU].predict(x)) {
+    if (k == NPU && st.npu_cur == 0 && st.model[NPU].known() && seconds < 0.5 * npu_time(st, rows)) {
         // a re-probe of a dropped NPU far faster than its model: what kept it out is no longer true (or never
         // was: bad measurements at the start), so the old measurements go
         st.model[NPU].forget();
+        st.npu_fixed.forget();
     }
-    if (k == CPU) {
+    if (k == NPU && fixed_s >= 0.0 && std::isfinite(seconds)) {
+        if (!st.npu_split) {
+            // from now on the fixed part is measured, not guessed: the launches' model starts again without one
+            st.npu_split = true;
+            st.model[NPU] = cost_model();
+            st.model[NPU].set_prior(0.0, st.hint.launch_s, false);
+        }
+        st.npu_fixed.add(1.0, std::max(fixed_s, 1e-9));
+        st.model[NPU].add(x, std::max(seconds - fixed_s, 0.05 * seconds));
+    } else if (k == CPU) {
         st.cpu_all.add(x, seconds);
         (st.planned_npu == 0 ? st.cpu_alone : st.model[CPU]).add(x, seconds);
     } else {
@@ -403,7 +420,8 @@ std::vector<std::string> split_planner::shape_report() const {
             if (m.samples() == 0) continue;
             const bool launches = k == NPU && st.hint.blocks();
             const std::string name = k > CPU ? "cpu alone" : k == CPU ? "cpu next to the npu" : worker_kind_name((worker_kind) k);
-            l += " " + name + " " + fmt_seconds(m.intercept()) + " + " + fmt_seconds(m.slope()) +
+            const double icpt = k == NPU && st.npu_split ? st.npu_fixed.slope() : m.intercept();
+            l += " " + name + " " + fmt_seconds(icpt) + " + " + fmt_seconds(m.slope()) +
                  (launches ? "/launch" : "/row") + ",";
         }
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";

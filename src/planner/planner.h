@@ -89,7 +89,10 @@ class split_planner {
     std::vector<row_range> plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers);
 
     // A worker finished `rows` rows of `key` in `seconds` (ok == false: it failed and the rows were redone elsewhere).
-    void report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok = true);
+    // `fixed_s` >= 0: the part of `seconds` that the worker measured as not growing with its rows (the NPU's set-up
+    // and last result): its model then learns that part and the cost per launch apart, from every measurement.
+    void report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok = true,
+                double fixed_s = -1.0);
 
     // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
     // seconds it reported. For the end of a run (or whenever asked).
@@ -106,6 +109,10 @@ class split_planner {
   private:
     struct shape_state {
         cost_model    model[3];             // indexed by worker_kind; the CPU's while the NPU works alongside
+        // The NPU's fixed part per multiply, when its worker measures it apart (npu_split): model[NPU] then holds only
+        // the part that grows with the launches, and this the rest (x = 1: its slope is the typical fixed time).
+        cost_model    npu_fixed;
+        bool          npu_split   = false;
         // The CPU while the NPU takes no rows. The two differ: the NPU worker's host thread competes with the CPU
         // worker's threads (and takes one of them when they would use every core), so a CPU that looks slow next
         // to the NPU may be fast alone, and a share that only pays against that slower CPU must not be chosen.
@@ -140,6 +147,7 @@ class split_planner {
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
     const cost_model & cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const;
     double  npu_work(const shape_state & st, int64_t rows) const;
+    double  npu_time(const shape_state & st, int64_t rows) const;   // predicted; 0 for no rows
     void    log_plan(const shape_key & key, shape_state & st, const int64_t rows[3], const char * why, bool has[3]);
 
     planner_options opts;

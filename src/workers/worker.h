@@ -28,6 +28,9 @@ struct work_result {
     bool        ok      = true;
     double      seconds = 0.0;   // wall time of the worker's own part
     std::string error;           // why it failed (ok == false); the caller recomputes the rows on the CPU
+    // the part of `seconds` that does not grow with the rows (the NPU: its set-up before the first launch and its
+    // last result after the last run), measured apart so that the planner need not guess it; < 0: not measured
+    double      fixed_seconds = -1.0;
     // MUL_MAT_ID: experts whose rows this worker left (too few routed tokens to be worth it); the caller computes
     // the same rows of these experts on the CPU
     std::vector<int32_t> experts_left;
@@ -71,6 +74,9 @@ class worker {
     // The cost structure of `node` on this worker, if it has one to tell (the NPU); the same for every multiply of
     // one shape.
     virtual npu_cost_hint cost_hint(const ggml_tensor * node) const { (void) node; return {}; }
+
+    // Seconds its device has been busy with work so far in this process (the NPU's runs), < 0 when not known.
+    virtual double device_busy_seconds() const { return -1.0; }
 };
 
 }  // namespace xdna

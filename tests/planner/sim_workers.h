@@ -29,6 +29,7 @@ struct sim_worker {
     double  hint_error = 1.0;    // how far that guess is off (the planner must correct it by measurement)
     bool    units_hint = false;  // the NPU tells the planner its blocks only, no times
     double  next_to_npu = 1.0;   // time multiplier while the NPU takes rows too (its host thread takes CPU time)
+    bool    reports_fixed = false;   // the worker measures its fixed part apart (work_result::fixed_seconds)
 
     double time(int64_t rows, bool npu_along = false) const {
         if (rows <= 0) return 0.0;
@@ -110,7 +111,8 @@ class simulation {
             if (rows == 0) continue;
             double measured = t * (noise > 0.0 ? u(rng) : 1.0);
             if (outlier) measured *= outlier(calls, workers[i].kind);
-            planner.report(key, workers[i].kind, rows, measured);
+            const double fixed = workers[i].reports_fixed ? workers[i].fixed_s * measured / t : -1.0;
+            planner.report(key, workers[i].kind, rows, measured, true, fixed);
         }
         return r;
     }

@@ -338,3 +338,31 @@ TEST(planner_sim, an_npu_that_slows_the_cpu_is_judged_against_the_cpu_alone) {
         expect_converges(sim, c.name, 40);
     }
 }
+
+// The NPU worker of issue-sized shapes: a fixed part per multiply (set-up before its first launch, the last result
+// after its last) of several blocks' time, which its cost hint underestimates tenfold. One block costs ~5x its share
+// of the work, so a planner that learns one size sees an NPU 5x slower than it is and keeps it out (what auto did
+// before the worker measured its fixed part apart). With the fixed part reported, every measurement tells both
+// parts and auto reaches the optimum without exploring other sizes.
+TEST(planner_sim, an_npu_that_measures_its_fixed_part_is_learned_from_one_size) {
+    sim_worker npu = sim_npu(1.6, true, true);
+    npu.fixed_s    = 4.0 * npu.launch_s;   // e.g. 1.5 ms of set-up against 0.37 ms per 512-row block
+    npu.hint_error = 0.1;
+    for (bool reports : { false, true }) {
+        sim_worker n = npu;
+        n.reports_fixed = reports;
+        simulation sim(auto_opts(), { n, sim_cpu() }, 3072);
+        const double opt = sim.optimum();
+        double sum = 0.0;
+        const int calls = 40;
+        for (int i = 0; i < calls; ++i) sum += sim.step().makespan / opt;
+        printf("[figures] fixed part %s: mean %.3f x optimum over %d calls, NPU %lld of 3072 rows\n",
+               reports ? "reported" : "not reported", sum / calls, calls, (long long) sim.planner.npu_rows_of(sim.key));
+        if (reports) {
+            EXPECT_LT(sum / calls, 1.05);
+            const int64_t c = calls_to_converge(sim, opt, 0.03);
+            EXPECT_GE(c, 1) << "never within 3% of the optimum";
+            EXPECT_LE(c, 1) << "left the optimum after converging";
+        }
+    }
+}

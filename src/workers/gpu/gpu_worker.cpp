@@ -4,6 +4,7 @@
 
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 #include "ggml-backend-impl.h"
 
@@ -182,6 +183,8 @@ gpu_worker_stats gpu_worker::stats() const {
 
 work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
     const double t0 = now_seconds();
+    trace::name_thread("GPU worker");
+    trace::scope ts("gpu rows", rows.size());
     work_result res;
     auto fail = [&](const std::string & why) {
         std::lock_guard<std::mutex> lock(p->stats_mtx);

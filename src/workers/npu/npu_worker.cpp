@@ -6,6 +6,7 @@
 #include "convert/xdna-convert.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/trace.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
@@ -18,27 +19,50 @@
 
 namespace xdna {
 
-// The buffers of one pipeline slot, for one kernel.
+// The buffers of one pipeline slot, for one kernel design.
 struct npu_worker::slot {
     int design = -1;                // the design its buffers are sized for (its largest block)
-    npu_buffer a, b, c;
+    npu_buffer b, c;
     npu_buffer * b_arg = nullptr;   // the block's weights: `b`, or a view of a resident weight
-    int64_t a_block = -1;   // which activation block `a` holds (in this call), so a repeat is neither copied nor synced
+    npu_run run;                    // its launch in flight
 };
 
 // One matrix of a multiply for the pipeline: a MUL_MAT, or one expert of a MUL_MAT_ID with its routed tokens.
 struct npu_worker::job {
     int64_t                  n_tokens = 0;
     std::vector<char *>      out;          // per token: where its row 0 of the result goes (f32, rows contiguous)
-    uint16_t *               act16 = nullptr;      // tokens (padded) x ld, bf16, in the worker's arena
-    int8_t *                 act8 = nullptr;       // or int8 with one scale per token
-    float *                  act_scale = nullptr;
+    std::vector<const float *> src;        // per token: its row of the activations (f32)
     std::shared_ptr<const converted_weight> cached;
     converted_weight         scratch;
     const converted_weight * weight = nullptr;
     int64_t                  w_base = 0;   // row of `weight` holding the worker's first row
     int64_t                  token_blocks = 0;
     int64_t                  expert = 0;
+    int64_t                  first_a = 0;  // index of its first activation block in the call
+};
+
+// One launch: its job, token block, row block and K block, and the activation block it reads.
+struct npu_worker::block {
+    int64_t job, tbi, rbi, kbi, a_block;
+};
+
+// One call: what it computes, with which kernel, and every launch in pipeline order.
+struct npu_worker::call {
+    const ggml_tensor * node = nullptr;
+    row_range           rows;
+    std::vector<job>    jobs;
+    npu_tiling          tiling;
+    const npu_kernel *  kn = nullptr;
+    int64_t             k = 0, ld = 0, tb = 0, rb = 0, kb = 0;
+    size_t              a_elem = 2;
+    std::vector<block>       blocks;      // every launch, in pipeline order
+    std::vector<npu_buffer>  a_views;     // per activation block (job, token block, K block): its place in the arena
+    std::vector<bool>        a_ready;     // converted and synced
+    std::vector<int32_t>     experts_left;   // MUL_MAT_ID experts with too few tokens for the NPU
+    std::vector<const float *> src_rows;   // scratch: the rows one conversion reads
+    bool                     check_finite = true;
+    bool                     finite = true;
+    double                   first_launched = 0.0, last_waited = 0.0;   // when the NPU's part began and ended
 };
 
 static constexpr int max_failures_in_a_row = 3;
@@ -89,8 +113,7 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
 
 npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
     : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8), moe_min_tokens(cfg.npu_moe_min_tokens) {
-    slots[0].reset(new slot);
-    slots[1].reset(new slot);
+    for (auto & s : slots) s.reset(new slot);
     weights.set_placer([this](const ggml_tensor * w, converted_weight & cw) { place_weight(w, cw); });
     start_thread();
 }
@@ -262,7 +285,7 @@ void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
 void npu_worker::reserve_slots(const npu_kernel & kn) {
     // Buffers sized for the design's largest block serve every block of it, so they are allocated once per design:
     // weights made resident later never leave the pipeline without pinned memory for its own buffers.
-    if (slots[0]->design == kn.design && slots[1]->design == kn.design) return;
+    if (slots[0]->design == kn.design && slots[depth - 1]->design == kn.design) return;
     const npu_design & d = rt->manifest().design_of(kn);
     size_t a = 0, b = 0, c = 0;
     for (int idx : d.kernels) {
@@ -274,12 +297,20 @@ void npu_worker::reserve_slots(const npu_kernel & kn) {
     for (auto & s : slots) {
         if (s->design == kn.design) continue;
         s->design = -1;
-        s->a = s->b = s->c = npu_buffer();   // released first: pinned memory is counted
-        s->a = rt->alloc(kn, npu_arg::a, a);
+        s->b = s->c = npu_buffer();   // released first: pinned memory is counted
         s->b = rt->alloc(kn, npu_arg::b, b);
         s->c = rt->alloc(kn, npu_arg::c, c);
         s->design = kn.design;
     }
+    // the activations of a dense multiply of the design's largest token block with K up to 4 of its K blocks
+    reserve_arena(kn, 4 * a);
+}
+
+void npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {
+    const size_t had = act_arena.size();
+    if (had >= bytes) return;
+    act_arena = npu_buffer();   // released first: pinned memory is counted
+    act_arena = rt->alloc(kn, npu_arg::a, std::max(bytes, had * 3 / 2));
 }
 
 bool npu_worker::prepare_weight(const ggml_tensor * w) {
@@ -326,245 +357,248 @@ bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row
     return convert_weight_rows(w, expert, rows.begin, rows.end, fmt, ld, j.scratch, err);
 }
 
-void npu_worker::convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb) {
-    // gathered rows (one per token, or per token and expert slot) in one call (columns past K come out zero), and
-    // the padded tokens zeroed
-    const size_t t_pad = size_t(j.token_blocks * tb), pad = (t_pad - j.n_tokens) * ld;
-    if (w8) {
-        xdna_act_rows_to_int8(src, j.n_tokens, k, j.act8, ld, j.act_scale);
-        memset(j.act8 + size_t(j.n_tokens) * ld, 0, pad);
-        std::fill(j.act_scale + j.n_tokens, j.act_scale + t_pad, 0.0f);
-    } else {
-        xdna_act_rows_to_bf16(src, j.n_tokens, k, (ggml_bf16_t *) j.act16, ld);
-        memset(j.act16 + size_t(j.n_tokens) * ld, 0, pad * sizeof(uint16_t));
-    }
-}
-
-work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
-    const double t0 = now_seconds();
-    const ggml_tensor * w = node->src[0];
-    const ggml_tensor * x = node->src[1];
-    const int64_t k = w->ne[0];
-    const npu_design * design = design_for(w);
-    if (!design) return { false, 0.0, "no kernel for this weight" };
-
-    std::vector<job> jobs;
-    std::vector<int32_t> experts_left;   // MUL_MAT_ID experts with too few tokens for the NPU
-    std::string err;
+// The matrices of the call (one, or one per expert with routed tokens), with where each token's input row is and
+// where its result row goes, and the kernel that computes them.
+bool npu_worker::plan_jobs(call & c, std::string * err) const {
+    const ggml_tensor * node = c.node, * w = node->src[0], * x = node->src[1];
     if (node->op == GGML_OP_MUL_MAT) {
         job j;
         j.n_tokens = x->ne[1];
-        for (int64_t t = 0; t < j.n_tokens; ++t) j.out.push_back((char *) node->data + t * node->nb[1]);
-        jobs.push_back(std::move(j));
+        for (int64_t t = 0; t < j.n_tokens; ++t) {
+            j.out.push_back((char *) node->data + t * node->nb[1]);
+            j.src.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
+        }
+        c.jobs.push_back(std::move(j));
     } else {
-        // MUL_MAT_ID: gather the tokens routed to each expert
+        // MUL_MAT_ID: the tokens routed to each expert; the result row of (token, slot) sits at t * nb2 + s * nb1 of
+        // dst, its input at the same slot of src1, or slot 0 when src1 has one row per token (broadcast)
         const ggml_tensor * ids = node->src[2];
         const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
         std::vector<std::vector<std::pair<int64_t, int64_t>>> routed(w->ne[2]);   // (token, slot)
         for (int64_t t = 0; t < n_tok; ++t) {
             for (int64_t s = 0; s < n_used; ++s) {
                 const int32_t e = *(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + s * ids->nb[0]);
-                if (e < 0 || e >= w->ne[2]) return { false, 0.0, "expert id out of range" };
+                if (e < 0 || e >= w->ne[2]) { *err = "expert id out of range"; return false; }
                 routed[e].push_back({ t, s });
             }
         }
         for (int64_t e = 0; e < w->ne[2]; ++e) {
             if (routed[e].empty()) continue;
-            if ((int64_t) routed[e].size() < moe_min_tokens) { experts_left.push_back((int32_t) e); continue; }
+            if ((int64_t) routed[e].size() < moe_min_tokens) { c.experts_left.push_back((int32_t) e); continue; }
             job j;
             j.n_tokens = routed[e].size();
             j.expert   = e;
-            for (auto [t, s] : routed[e]) j.out.push_back((char *) node->data + t * node->nb[2] + s * node->nb[1]);
-            jobs.push_back(std::move(j));
+            for (auto [t, s] : routed[e]) {
+                j.out.push_back((char *) node->data + t * node->nb[2] + s * node->nb[1]);
+                j.src.push_back((const float *) ((const char *) x->data + t * x->nb[2] + (x->ne[1] == 1 ? 0 : s) * x->nb[1]));
+            }
+            c.jobs.push_back(std::move(j));
         }
     }
-
-    // one kernel for the whole call (the pipeline's buffers are sized for it), chosen on the typical job
+    if (c.jobs.empty()) return true;
+    // one kernel for the whole call (the pipeline's buffers are sized for it), chosen on the largest job
     int64_t typical = 0;
-    for (const job & j : jobs) typical = std::max(typical, j.n_tokens);
-    work_result res{ true, 0.0, "" };
-    res.experts_left = experts_left;
-    if (jobs.empty()) { res.seconds = now_seconds() - t0; return res; }
-    const npu_tiling tiling = choose_tiling(rt->manifest(), *design, typical, rows.size(), k, cost);
-    const npu_kernel & kn = *tiling.kernel;
-    const int64_t ld = tiling.k_padded, tb = kn.tokens, rb = kn.rows, kb = kn.k;
+    for (const job & j : c.jobs) typical = std::max(typical, j.n_tokens);
+    c.k      = w->ne[0];
+    c.tiling = choose_tiling(rt->manifest(), *design_for(w), typical, c.rows.size(), c.k, cost);
+    c.kn     = c.tiling.kernel;
+    c.ld     = c.tiling.k_padded;
+    c.tb     = c.kn->tokens;
+    c.rb     = c.kn->rows;
+    c.kb     = c.kn->k;
+    c.a_elem = w8 ? 1 : 2;
+    return true;
+}
 
-    // the activations of every job in one arena kept from call to call: a mixture of experts has a hundred jobs a
-    // call, whose fresh allocations would otherwise fault in tens of MB of pages every time
-    size_t arena_rows = 0;
-    for (job & j : jobs) {
-        j.token_blocks = (j.n_tokens + tb - 1) / tb;
-        arena_rows += size_t(j.token_blocks * tb);
-    }
-    if (w8) {
-        if (act8_arena.size() < arena_rows * ld) act8_arena.resize(arena_rows * ld);
-        if (scale_arena.size() < arena_rows) scale_arena.resize(arena_rows);
-    } else if (act16_arena.size() < arena_rows * ld) {
-        act16_arena.resize(arena_rows * ld);
-    }
-    size_t at_row = 0;
-    for (job & j : jobs) {
-        if (w8) {
-            j.act8 = act8_arena.data() + at_row * ld;
-            j.act_scale = scale_arena.data() + at_row;
-        } else {
-            j.act16 = act16_arena.data() + at_row * ld;
-        }
-        at_row += size_t(j.token_blocks * tb);
-    }
-
-    // weights (cached, or converted for the call) and activations, once per job
-    std::vector<const float *> src_rows;
-    for (job & j : jobs) {
-        if (!prepare_job(j, w, j.expert, rows, ld, &err)) return { false, 0.0, "weight conversion failed: " + err };
-        src_rows.clear();
-        if (node->op == GGML_OP_MUL_MAT) {
-            for (int64_t t = 0; t < j.n_tokens; ++t) src_rows.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
-        } else {
-            for (char * o : j.out) {
-                // the result row of (token, slot) sits at t * nb2 + s * nb1 of dst; its input at the same slot of
-                // src1, or slot 0 when src1 has one row per token (broadcast)
-                const size_t off = o - (char *) node->data;
-                const int64_t t = off / node->nb[2], s = (off % node->nb[2]) / node->nb[1];
-                src_rows.push_back((const float *) ((const char *) x->data + t * x->nb[2] + (x->ne[1] == 1 ? 0 : s) * x->nb[1]));
-            }
-        }
-        convert_activations(j, src_rows.data(), k, ld, tb);
-    }
-
-    reserve_slots(kn);
-
-    // every block of every job, in order: job, token block, K block, row block (fastest). Consecutive blocks then
-    // share their activations (a slot whose `a` already holds them skips the copy and the sync), and the partial sums
-    // over K go straight into the result rows, the first K block writing them and the others adding, in K order.
-    struct block { int64_t job, tbi, rbi, kbi, a_block; };
-    std::vector<block> blocks;
+// Every launch of the call, in order: job, token block, K block, row block (fastest). Consecutive launches then share
+// their activations, and the partial sums over K go straight into the result rows, the first K block writing them
+// and the others adding, in K order. Each activation block gets its place in the arena; it is converted when the
+// first launch that reads it is prepared.
+void npu_worker::place_activations(call & c) {
     int64_t a_blocks = 0;
-    for (int64_t ji = 0; ji < (int64_t) jobs.size(); ++ji) {
-        for (int64_t tbi = 0; tbi < jobs[ji].token_blocks; ++tbi)
-            for (int64_t kbi = 0; kbi < tiling.k_blocks; ++kbi, ++a_blocks)
-                for (int64_t rbi = 0; rbi < tiling.row_blocks; ++rbi) blocks.push_back({ ji, tbi, rbi, kbi, a_blocks });
+    for (job & j : c.jobs) {
+        j.token_blocks = (j.n_tokens + c.tb - 1) / c.tb;
+        j.first_a      = a_blocks;
+        for (int64_t tbi = 0; tbi < j.token_blocks; ++tbi) {
+            for (int64_t kbi = 0; kbi < c.tiling.k_blocks; ++kbi, ++a_blocks) {
+                for (int64_t rbi = 0; rbi < c.tiling.row_blocks; ++rbi) {
+                    c.blocks.push_back({ int64_t(&j - c.jobs.data()), tbi, rbi, kbi, a_blocks });
+                }
+            }
+        }
     }
-    for (auto & sl : slots) sl->a_block = -1;
-    const int64_t n_blocks = blocks.size();
-    const size_t  a_elem = w8 ? 1 : 2;
-    const bool    check_finite = rt->results_valid();
+    const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
+    reserve_arena(*c.kn, size_t(a_blocks) * block_bytes);
+    if (w8 && act_scales.size() < size_t(a_blocks * c.tb)) act_scales.resize(size_t(a_blocks * c.tb));
+    c.a_views.clear();
+    c.a_views.reserve(a_blocks);
+    for (int64_t ab = 0; ab < a_blocks; ++ab) c.a_views.push_back(act_arena.view(size_t(ab) * block_bytes, block_bytes));
+    c.a_ready.assign(a_blocks, false);
+}
 
-    auto fill = [&](slot & s, int64_t i) {
-        const block & bl = blocks[i];
-        const job & j = jobs[bl.job];
-        if (s.a_block != bl.a_block) {
-            // only the block's real tokens: the rows past them give result rows nobody reads (a mixture of experts'
-            // blocks are often half empty)
-            const int64_t t_valid = std::min(tb, j.n_tokens - bl.tbi * tb);
-            uint8_t * a = (uint8_t *) s.a.data();
-            const uint8_t * act = w8 ? (const uint8_t *) j.act8 : (const uint8_t *) j.act16;
-            if (kb == ld) {
-                memcpy(a, act + size_t(bl.tbi * tb) * ld * a_elem, size_t(t_valid) * kb * a_elem);
-            } else {
-                for (int64_t t = 0; t < t_valid; ++t) {
-                    memcpy(a + size_t(t) * kb * a_elem, act + (size_t(bl.tbi * tb + t) * ld + bl.kbi * kb) * a_elem,
-                           kb * a_elem);
-                }
-            }
-            s.a.sync_to_device(size_t(t_valid) * kb * a_elem);
-            s.a_block = bl.a_block;
-        }
-        // the weights: in place where the weight is resident (a view of its buffer, synced when it was made);
-        // otherwise, or where the block runs past that buffer, copied into the slot with zeros past the last row
-        resident_weight * res = j.weight->resident.get();
-        s.b_arg = res ? res->block(j.w_base + bl.rbi * rb, rb, bl.kbi) : nullptr;
-        if (s.b_arg) return;
-        uint8_t * b = (uint8_t *) s.b.data();
-        const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
-        for (int64_t r = 0; r < rb; ++r) {
-            const int64_t row = bl.rbi * rb + r;   // relative to rows.begin
-            uint8_t * dst = b + size_t(r) * kb * a_elem;
-            if (rows.begin + row < rows.end) {
-                const uint8_t * src = res ? res->row_block(j.w_base + row, bl.kbi)
-                                          : wt + (size_t(j.w_base + row) * ld + bl.kbi * kb) * a_elem;
-                memcpy(dst, src, kb * a_elem);
-            } else {
-                memset(dst, 0, kb * a_elem);
-            }
-        }
-        s.b.sync_to_device();
-        s.b_arg = &s.b;
-    };
+// The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
+// straight into its place in the arena, then synced. The rows past the real tokens give result rows nobody reads.
+void npu_worker::convert_block(call & c, const block & bl) {
+    const job & j = c.jobs[bl.job];
+    const int64_t t0 = bl.tbi * c.tb, n = std::min(c.tb, j.n_tokens - t0);
+    const int64_t col = bl.kbi * c.kb, cols = std::min(c.kb, c.k - col);
+    trace::scope ts("convert activations", n);
+    c.src_rows.resize(n);
+    for (int64_t t = 0; t < n; ++t) c.src_rows[t] = j.src[t0 + t] + col;
+    npu_buffer & a = c.a_views[bl.a_block];
+    if (w8) xdna_act_rows_to_int8(c.src_rows.data(), n, cols, a.as<int8_t>(), c.kb, &act_scales[size_t(bl.a_block * c.tb)]);
+    else xdna_act_rows_to_bf16(c.src_rows.data(), n, cols, a.as<ggml_bf16_t>(), c.kb);
+    a.sync_to_device(size_t(n) * c.kb * c.a_elem);
+    c.a_ready[bl.a_block] = true;
+}
 
-    bool finite = true;
-    auto consume = [&](slot & s, int64_t i) {
-        const block & bl = blocks[i];
-        const job & j = jobs[bl.job];
-        // the block's valid tokens and rows, into the result: written by the first K block, added by the others
-        const int64_t t_end = std::min(tb, j.n_tokens - bl.tbi * tb);
-        s.c.sync_from_device(size_t(t_end) * rb * (w8 ? sizeof(int32_t) : sizeof(float)));
-        const int64_t r_end = std::min(rb, rows.end - (rows.begin + bl.rbi * rb));
-        const bool first = bl.kbi == 0;
-        if (w8) {
-            const int32_t * ci = s.c.as<int32_t>();
-            if (check_finite) {
-                // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
-                const int64_t bound = int64_t(127) * 127 * kb;
-                for (int64_t q = 0; q < t_end * rb; ++q) finite = finite && std::llabs((long long) ci[q]) <= bound;
-            }
-            const float * ws = &j.weight->scales[size_t(j.w_base + bl.rbi * rb) * j.weight->groups + bl.kbi];
-            const size_t ws_step = j.weight->groups;
-            for (int64_t t = 0; t < t_end; ++t) {
-                const float as = j.act_scale[bl.tbi * tb + t];
-                const int32_t * c = ci + t * rb;
-                float * out = (float *) j.out[bl.tbi * tb + t] + rows.begin + bl.rbi * rb;
-                for (int64_t r = 0; r < r_end; ++r) {
-                    const float v = (float) c[r] * as * ws[r * ws_step];
-                    out[r] = first ? v : out[r] + v;
-                }
-            }
+// Slot `s` for launch i: its activations (converted first if no launch read them yet) and its weights, in place where
+// the weight is resident (a view of its buffer, synced when it was made); otherwise, or where the block runs past
+// that buffer, copied into the slot with zeros past the last row.
+void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
+    const block & bl = c.blocks[i];
+    if (!c.a_ready[bl.a_block]) convert_block(c, bl);
+    const job & j = c.jobs[bl.job];
+    resident_weight * res = j.weight->resident.get();
+    s.b_arg = res ? res->block(j.w_base + bl.rbi * c.rb, c.rb, bl.kbi) : nullptr;
+    if (s.b_arg) return;
+    trace::scope ts("copy weights", c.rb);
+    const size_t row_bytes = size_t(c.kb) * c.a_elem;
+    uint8_t * b = (uint8_t *) s.b.data();
+    const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
+    for (int64_t r = 0; r < c.rb; ++r) {
+        const int64_t row = bl.rbi * c.rb + r;   // relative to rows.begin
+        uint8_t * dst = b + size_t(r) * row_bytes;
+        if (c.rows.begin + row < c.rows.end) {
+            const uint8_t * src = res ? res->row_block(j.w_base + row, bl.kbi)
+                                      : wt + (size_t(j.w_base + row) * c.ld + bl.kbi * c.kb) * c.a_elem;
+            memcpy(dst, src, row_bytes);
         } else {
-            const float * cf = s.c.as<float>();
-            if (check_finite) {
-                for (int64_t q = 0; q < t_end * rb; ++q) finite = finite && std::isfinite(cf[q]);
-            }
-            for (int64_t t = 0; t < t_end; ++t) {
-                const float * c = cf + t * rb;
-                float * out = (float *) j.out[bl.tbi * tb + t] + rows.begin + bl.rbi * rb;
-                if (first) {
-                    memcpy(out, c, r_end * sizeof(float));
-                } else {
-                    for (int64_t r = 0; r < r_end; ++r) out[r] += c[r];
-                }
-            }
+            memset(dst, 0, row_bytes);
         }
-    };
+    }
+    s.b.sync_to_device();
+    s.b_arg = &s.b;
+}
 
-    // the pipeline: two runs in flight, one per slot. While the NPU computes block i+1 (queued behind block i, so
-    // it pays the short queued gap instead of a fresh dispatch), the host takes block i's result out of its slot and
-    // fills that slot with block i+2. A slot's buffers are touched only once its run has been waited for.
-    npu_run run[2];
-    try {
-        for (int64_t i = 0; i < std::min<int64_t>(2, n_blocks); ++i) {
-            fill(*slots[i], i);
-            run[i] = rt->launch(kn, slots[i]->a, *slots[i]->b_arg, slots[i]->c);
+// NaN or Inf among n floats (the exponent all ones), in a loop the compiler vectorizes
+static bool all_finite(const float * v, int64_t n) {
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t u;
+        memcpy(&u, &v[i], sizeof(u));
+        bad |= uint32_t((u & 0x7f800000u) == 0x7f800000u);
+    }
+    return bad == 0;
+}
+
+// Launch i's result, its real tokens and rows, into the result: written by the first K block, added by the others.
+void npu_worker::take_result(call & c, slot & s, int64_t i) {
+    const block & bl = c.blocks[i];
+    const job & j = c.jobs[bl.job];
+    const int64_t t_end = std::min(c.tb, j.n_tokens - bl.tbi * c.tb);
+    const int64_t r_end = std::min(c.rb, c.rows.end - (c.rows.begin + bl.rbi * c.rb));
+    const int64_t col = c.rows.begin + bl.rbi * c.rb;
+    trace::scope ts("take result", t_end);
+    s.c.sync_from_device(size_t(t_end) * c.rb * (w8 ? sizeof(int32_t) : sizeof(float)));
+    const bool first = bl.kbi == 0;
+    if (w8) {
+        const int32_t * ci = s.c.as<int32_t>();
+        if (c.check_finite) {
+            // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
+            const int64_t bound = int64_t(127) * 127 * c.kb;
+            for (int64_t q = 0; q < t_end * c.rb; ++q) c.finite = c.finite && std::llabs((long long) ci[q]) <= bound;
         }
-        for (int64_t i = 0; i < n_blocks; ++i) {
-            slot & cur = *slots[i % 2];
-            rt->wait(run[i % 2]);   // leaves run[i % 2] inactive, done or failed
-            consume(cur, i);
-            if (i + 2 < n_blocks) {
-                fill(cur, i + 2);
-                run[i % 2] = rt->launch(kn, cur.a, *cur.b_arg, cur.c);
+        const float * ws = &j.weight->scales[size_t(j.w_base + bl.rbi * c.rb) * j.weight->groups + bl.kbi];
+        const size_t ws_step = j.weight->groups;
+        const float * as = &act_scales[size_t(bl.a_block * c.tb)];
+        for (int64_t t = 0; t < t_end; ++t) {
+            const int32_t * ct = ci + t * c.rb;
+            float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
+            for (int64_t r = 0; r < r_end; ++r) {
+                const float v = (float) ct[r] * as[t] * ws[r * ws_step];
+                out[r] = first ? v : out[r] + v;
             }
+        }
+        return;
+    }
+    const float * cf = s.c.as<float>();
+    for (int64_t t = 0; t < t_end; ++t) {
+        const float * ct = cf + t * c.rb;
+        float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
+        if (c.check_finite) c.finite = all_finite(ct, r_end) && c.finite;
+        if (first) {
+            memcpy(out, ct, r_end * sizeof(float));
+        } else {
+            for (int64_t r = 0; r < r_end; ++r) out[r] += ct[r];
+        }
+    }
+}
+
+// The pipeline: a run in flight per slot. While the NPU computes the next launches (queued behind each other, so it
+// pays the short queued gap instead of a fresh dispatch), the host takes launch i's result out of its slot and
+// prepares launch i + depth there. A slot's buffers are touched only once its run has been waited for.
+void npu_worker::run_pipeline(call & c) {
+    const int64_t n = (int64_t) c.blocks.size();
+    auto launch = [&](slot & s, int64_t i) {
+        fill_slot(c, s, i);
+        trace::scope ts("launch");
+        s.run = rt->launch(*c.kn, c.a_views[c.blocks[i].a_block], *s.b_arg, s.c);
+    };
+    try {
+        for (int64_t i = 0; i < std::min<int64_t>(depth, n); ++i) {
+            launch(*slots[i], i);
+            if (i == 0) c.first_launched = now_seconds();
+        }
+        for (int64_t i = 0; i < n; ++i) {
+            slot & cur = *slots[i % depth];
+            {
+                trace::scope ts("wait");
+                rt->wait(cur.run);   // leaves the run inactive, done or failed
+            }
+            if (i == n - 1) c.last_waited = now_seconds();
+            take_result(c, cur, i);
+            if (i + depth < n) launch(cur, i + depth);
         }
     } catch (...) {
         // never leave a run writing into buffers the next call reuses
-        for (npu_run & r : run) {
-            if (r.active()) {
-                try { rt->wait(r); } catch (...) {}
+        for (auto & s : slots) {
+            if (s->run.active()) {
+                try { rt->wait(s->run); } catch (...) {}
             }
         }
         throw;
     }
-    if (check_finite && !finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
-    res.seconds = now_seconds() - t0;
+}
+
+work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
+    const double t0 = now_seconds();
+    trace::name_thread("NPU worker (host)");
+    trace::scope ts("npu rows", rows.size());
+    call c;
+    c.node = node;
+    c.rows = rows;
+    std::string err;
+    if (!design_for(node->src[0])) return { false, 0.0, "no kernel for this weight" };
+    if (!plan_jobs(c, &err)) return { false, now_seconds() - t0, err };
+    work_result res{ true, 0.0, "" };
+    res.experts_left = c.experts_left;
+    if (c.jobs.empty()) { res.seconds = now_seconds() - t0; return res; }
+    {
+        trace::scope tw("weights");
+        for (job & j : c.jobs) {
+            if (!prepare_job(j, node->src[0], j.expert, rows, c.ld, &err)) return { false, 0.0, "weight conversion failed: " + err };
+        }
+    }
+    reserve_slots(*c.kn);
+    place_activations(c);
+    c.check_finite = rt->results_valid();
+    run_pipeline(c);
+    if (c.check_finite && !c.finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
+    const double t1 = now_seconds();
+    res.seconds = t1 - t0;
+    // what does not grow with the rows: the set-up before the first launch and the last result after the last run
+    res.fixed_seconds = (c.first_launched - t0) + (t1 - c.last_waited);
     return res;
 }
 

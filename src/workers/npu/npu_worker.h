@@ -1,12 +1,13 @@
 // The NPU worker: computes a range of output rows of a claimed multiply on the NPU (through XRT, or the software
 // XDNA1 where there is none), on a persistent thread of its own.
 //
-// Per multiply: the activations are converted to bf16 (or int8 with one scale per token) once; the worker's rows are
-// tiled into the kernel's blocks (edges padded with zeros); two buffer slots, both with a run in flight, let the host
-// take one block's result and fill the next block's activations while the NPU computes; partial sums over K blocks
-// are added in f32 straight into the worker's rows of the result, int8 scales applied. Weights come from the
-// converted-weight cache, held in NPU buffers and read in place (resident_weight.h), or are converted for the call
-// when they do not fit it (then copied into the slots block by block).
+// Per multiply: the worker's rows are tiled into the kernel's blocks (edges padded with zeros); each block of
+// activations (tokens x one K block) is converted to bf16 (or int8 with one scale per token) when the first launch
+// that reads it is prepared, straight into an NPU buffer, and read in place by every launch that needs it. Three
+// slots, each with a run in flight, let the host take one block's result and prepare the next launches while the NPU
+// computes; partial sums over K blocks are added in f32 straight into the worker's rows of the result, int8 scales
+// applied. Weights come from the converted-weight cache, held in NPU buffers and read in place (resident_weight.h),
+// or are converted for the call when they do not fit it (then copied into the slots block by block).
 //
 // A failed or timed-out run, or a block with NaN/Inf in its output, fails the call: the engine recomputes the rows on
 // the CPU. After repeated failures the worker switches itself off for the process.
@@ -38,6 +39,7 @@ class npu_worker final : public async_worker {
     bool accepts(const ggml_tensor * node) const override;
     int64_t row_align(const ggml_tensor * node) const override;
     npu_cost_hint cost_hint(const ggml_tensor * node) const override;
+    double device_busy_seconds() const override { return 1e-3 * rt->stats().busy_ms; }
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
@@ -62,23 +64,34 @@ class npu_worker final : public async_worker {
 
     struct slot;
     struct job;
+    struct block;
+    struct call;
     const npu_design * design_for(const ggml_tensor * w) const;
-    bool prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld, std::string * err);
-    void convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb);
     work_result compute(const ggml_tensor * node, row_range rows);
+    // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
+    bool plan_jobs(call & c, std::string * err) const;
+    bool prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld, std::string * err);
+    void place_activations(call & c);
+    void run_pipeline(call & c);
+    void fill_slot(call & c, slot & s, int64_t i);
+    void convert_block(call & c, const block & bl);
+    void take_result(call & c, slot & s, int64_t i);
     void note_failure(const std::string & why);
     void place_weight(const ggml_tensor * w, converted_weight & cw);   // the cache's placer: into an NPU buffer
-    void reserve_slots(const npu_kernel & kn);   // the two slots' buffers for kn's design, unless they are
+    void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
+    void reserve_arena(const npu_kernel & kn, size_t bytes);
 
     std::unique_ptr<npu_runtime> rt;
     weight_cache                 weights;
     npu_cost_model               cost;
     bool                         w8;
     int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
-    std::unique_ptr<slot>        slots[2];
-    std::vector<uint16_t>        act16_arena;   // every job's activations of a call (worker thread only)
-    std::vector<int8_t>          act8_arena;
-    std::vector<float>           scale_arena;
+    static constexpr int         depth = 3;        // runs in flight: one per slot
+    std::unique_ptr<slot>        slots[depth];
+    // Every activation block of a call, converted straight into one NPU buffer kept from call to call (each block
+    // is a view of it): nothing is copied into the slots, and a block shared by several launches is synced once.
+    npu_buffer                   act_arena;
+    std::vector<float>           act_scales;   // int8 activations: one scale per token and K block
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
