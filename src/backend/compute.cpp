@@ -90,7 +90,8 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         if (rows[i].empty()) continue;
         const work_result r = ws[i]->end();
         if (busy0[i] >= 0.0) sums[(int) ws[i]->kind()].busy += ws[i]->device_busy_seconds() - busy0[i];
-        planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds, r.ok, r.fixed_seconds);
+        planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds - r.once_seconds, r.ok,
+                       r.fixed_seconds >= 0.0 ? std::max(0.0, r.fixed_seconds - r.once_seconds) : -1.0);
         account(ws[i]->kind(), rows[i].size(), r);
         if (r.ok && !r.experts_left.empty()) {
             // experts with too few routed tokens for the device: the CPU does their rows too

@@ -31,6 +31,9 @@ struct work_result {
     // the part of `seconds` that does not grow with the rows (the NPU: its set-up before the first launch and its
     // last result after the last run), measured apart so that the planner need not guess it; < 0: not measured
     double      fixed_seconds = -1.0;
+    // the part of `seconds` spent on work done once for good (converting a weight into the NPU's cache): a cost of
+    // the first use, not of the multiply, which the planner must not learn from
+    double      once_seconds = 0.0;
     // MUL_MAT_ID: experts whose rows this worker left (too few routed tokens to be worth it); the caller computes
     // the same rows of these experts on the CPU
     std::vector<int32_t> experts_left;

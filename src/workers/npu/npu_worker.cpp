@@ -39,6 +39,7 @@ struct npu_worker::job {
     int64_t                  token_blocks = 0;
     int64_t                  expert = 0;
     int64_t                  first_a = 0;  // index of its first activation block in the call
+    double                   cache_seconds = 0.0;   // spent getting the weight from the cache (converting it once)
 };
 
 // One launch: its job, token block, row block and K block, and the activation block it reads.
@@ -346,8 +347,11 @@ work_result npu_worker::run(const ggml_tensor * node, row_range rows) {
 bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld,
                              std::string * err) {
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
+    const double t0 = now_seconds();
     j.cached = weights.get(w, expert, fmt, ld, err);
     if (j.cached) {
+        // converting a weight into the cache happens once: not a cost of this multiply's size or shape
+        j.cache_seconds = now_seconds() - t0;
         j.weight = j.cached.get();
         j.w_base = rows.begin;
         return true;
@@ -597,6 +601,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     if (c.check_finite && !c.finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
     const double t1 = now_seconds();
     res.seconds = t1 - t0;
+    for (const job & j : c.jobs) res.once_seconds += j.cache_seconds;
     // what does not grow with the rows: the set-up before the first launch and the last result after the last run
     res.fixed_seconds = (c.first_launched - t0) + (t1 - c.last_waited);
     return res;
