@@ -18,6 +18,8 @@
 
 namespace xdna {
 
+using namespace npu;   // the worker's own helper types (weight cache, resident weights, tiling)
+
 // The buffers of one pipeline slot, for one kernel.
 struct npu_worker::slot {
     int design = -1;                // the design its buffers are sized for (its largest block)

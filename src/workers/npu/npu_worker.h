@@ -51,7 +51,7 @@ class npu_worker final : public async_worker {
     // Loads the hardware contexts of the designs the worker uses.
     void load_designs();
 
-    weight_cache & cache() { return weights; }
+    npu::weight_cache & cache() { return weights; }
     npu_runtime &  runtime() { return *rt; }
 
   protected:
@@ -67,12 +67,12 @@ class npu_worker final : public async_worker {
     void convert_activations(job & j, const float * const * src, int64_t k, int64_t ld, int64_t tb);
     work_result compute(const ggml_tensor * node, row_range rows);
     void note_failure(const std::string & why);
-    void place_weight(const ggml_tensor * w, converted_weight & cw);   // the cache's placer: into an NPU buffer
+    void place_weight(const ggml_tensor * w, npu::converted_weight & cw);   // the cache's placer: into an NPU buffer
     void reserve_slots(const npu_kernel & kn);   // the two slots' buffers for kn's design, unless they are
 
     std::unique_ptr<npu_runtime> rt;
-    weight_cache                 weights;
-    npu_cost_model               cost;
+    npu::weight_cache            weights;
+    npu::npu_cost_model          cost;
     bool                         w8;
     int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
     std::unique_ptr<slot>        slots[2];
