@@ -5,6 +5,12 @@
 #
 #   kernels/build-kernels.sh --mlir-aie DIR [--out DIR] [--tokens 64,128,256,512] [--rows 256,512] [--k 1024]
 #                            [--k-complete 2048,4096] [--no-int8] [--xclbin-per-block] [--jobs N]
+#                            [--any-mlir-aie]
+#
+# The mlir-aie checkout must be at the pinned commit below (--any-mlir-aie accepts another one that contains the
+# two fixes the designs need, with a warning): whole_array asserted m % 32 == 0 with B column-major from 2024-09
+# until mlir-aie eca6ce66f (2025-04-02), which rejects every block here (m = 16), and aiecc writes instruction
+# streams as raw words since mlir-aie b0baba5c0 (2025-03-20).
 #
 # Designs (mlir-aie programming_examples/basic/matrix_multiplication/whole_array, 4 columns, B column-major):
 #   bf16: bf16 x bf16 -> f32, core tile 16 x 64 x 64
@@ -15,7 +21,12 @@
 # hardware with xdna-npu-smoke; --xclbin-per-block gives every block its own xclbin (and context) instead.
 set -euo pipefail
 
-mlir_aie="" out="" tokens="64,128,256,512" rows="256,512" ks="1024" k_complete="" int8=1 per_block=0 jobs=2
+# The mlir-aie commit this recipe is written against (main, 2026-04; its whole_array Makefile is byte-identical to
+# the one at 35da5c11) and the two commits any other checkout must contain.
+pinned_mlir_aie=${GGML_XDNA_MLIR_AIE_PIN:-979629649}   # the override is for tests/npu/test-build-kernels.sh
+required_mlir_aie="eca6ce66f b0baba5c0"
+
+mlir_aie="" out="" tokens="64,128,256,512" rows="256,512" ks="1024" k_complete="" int8=1 per_block=0 jobs=2 any_mlir_aie=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --mlir-aie) mlir_aie="$2"; shift 2 ;;
@@ -27,6 +38,7 @@ while [ $# -gt 0 ]; do
         --no-int8) int8=0; shift ;;
         --xclbin-per-block) per_block=1; shift ;;
         --jobs) jobs="$2"; shift 2 ;;
+        --any-mlir-aie) any_mlir_aie=1; shift ;;
         *) echo "build-kernels.sh: unknown option '$1' (see the header of this script)" >&2; exit 2 ;;
     esac
 done
@@ -34,7 +46,24 @@ done
 [ -n "$mlir_aie" ] || { echo "build-kernels.sh: --mlir-aie DIR (an mlir-aie source checkout) is required" >&2; exit 2; }
 whole_array="$mlir_aie/programming_examples/basic/matrix_multiplication/whole_array"
 [ -f "$whole_array/Makefile" ] || { echo "build-kernels.sh: no whole_array example under '$mlir_aie'" >&2; exit 2; }
-command -v aiecc.py >/dev/null || { echo "build-kernels.sh: aiecc.py not on PATH: set up the mlir-aie environment first" >&2; exit 2; }
+# The Makefile calls `aiecc` in current mlir-aie, `aiecc.py` in older ones: either shows the environment is set up.
+command -v aiecc >/dev/null || command -v aiecc.py >/dev/null ||
+    { echo "build-kernels.sh: neither aiecc nor aiecc.py is on PATH: set up the mlir-aie environment first" >&2; exit 2; }
+# The pinned toolchain, checked before anything is built.
+head=$(git -C "$mlir_aie" rev-parse HEAD 2>/dev/null) ||
+    { echo "build-kernels.sh: '$mlir_aie' is not a git checkout: cannot check it is mlir-aie $pinned_mlir_aie" >&2; exit 2; }
+if [ "${head#"$pinned_mlir_aie"}" = "$head" ]; then
+    if [ "$any_mlir_aie" != 1 ]; then
+        echo "build-kernels.sh: mlir-aie is at ${head:0:12}, not the pinned $pinned_mlir_aie" \
+             "(git -C '$mlir_aie' checkout $pinned_mlir_aie, or --any-mlir-aie to try this one)" >&2
+        exit 2
+    fi
+    for c in $required_mlir_aie; do
+        git -C "$mlir_aie" merge-base --is-ancestor "$c" HEAD 2>/dev/null ||
+            { echo "build-kernels.sh: mlir-aie ${head:0:12} does not contain $c, which the designs need (see the header of this script)" >&2; exit 2; }
+    done
+    echo "build-kernels.sh: warning: mlir-aie ${head:0:12} is not the pinned $pinned_mlir_aie; check every kernel with xdna-npu-smoke" >&2
+fi
 [ -n "${PEANO_INSTALL_DIR:-}" ] || { echo "build-kernels.sh: PEANO_INSTALL_DIR is not set (mlir-aie's env setup sets it)" >&2; exit 2; }
 out="${out:-$(pwd)/kernels-npu1}"
 mkdir -p "$out"
@@ -59,12 +88,13 @@ blocks_file="$out/blocks.txt"   # design T R xclbin instr, one line per built bl
 failed=0
 for d in "${designs[@]}"; do
     read -r name din dout tm tk tn K <<< "$d"
-    rm -f "$whole_array/build/mm_${tm}x${tk}x${tn}.o"
     for T in "${token_list[@]}"; do
         for R in "${row_list[@]}"; do
-            # The example builds into its own build/ folder; block outputs carry the size in their names, the
-            # core kernel object only the tile, so it is rebuilt once per design (the data types differ).
+            # The example builds into its own build/ folder, and its intermediate files are keyed by a suffix that
+            # encodes neither the data types nor b_col_maj (nor does the core object mm_<m>x<k>x<n>.o): leftovers
+            # of an earlier build would be silently reused. Every block therefore starts from an empty build/.
             dir="$whole_array"
+            rm -rf "$dir/build"
             suffix="${T}x${K}x${R}_${tm}x${tk}x${tn}_4c"
             log="$work/${name}_t${T}_r${R}.log"
             echo "== $name: $T tokens x $K x $R rows"
@@ -74,6 +104,8 @@ for d in "${designs[@]}"; do
                 failed=$((failed + 1))
                 continue
             fi
+            # makefile-common names it insts_<suffix>.txt, but aiecc writes raw words into it: it is stored as .bin
+            # (the NPU runtime reads the form from the content either way).
             instr=""
             for cand in "$dir/build/insts_${suffix}.bin" "$dir/build/insts_${suffix}.txt"; do
                 if [ -f "$cand" ]; then instr="$cand"; break; fi
@@ -81,16 +113,15 @@ for d in "${designs[@]}"; do
             [ -n "$instr" ] || { echo "   no instruction file in $dir/build" >&2; failed=$((failed + 1)); continue; }
             mkdir -p "$out/$name"
             cp "$dir/build/final_${suffix}.xclbin" "$out/$name/t${T}_r${R}.xclbin"
-            ext="${instr##*.}"
-            cp "$instr" "$out/$name/t${T}_r${R}.$ext"
-            echo "$name $din $dout $K $T $R $name/t${T}_r${R}.xclbin $name/t${T}_r${R}.$ext" >> "$blocks_file"
+            cp "$instr" "$out/$name/t${T}_r${R}.bin"
+            echo "$name $din $dout $K $T $R $name/t${T}_r${R}.xclbin $name/t${T}_r${R}.bin" >> "$blocks_file"
         done
     done
 done
 
-python3 - "$out" "$blocks_file" "$per_block" <<'PY'
+python3 - "$out" "$blocks_file" "$per_block" "$head" <<'PY'
 import json, shutil, sys
-out, blocks_file, per_block = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+out, blocks_file, per_block, mlir_aie_head = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 rows = [line.split() for line in open(blocks_file) if line.strip()]
 designs = {}
 for name, din, dout, K, T, R, xclbin, instr in rows:
@@ -106,7 +137,7 @@ for d in designs.values():
         d["xclbin"] = f"{d['name']}.xclbin"
     del d["_largest"]
 manifest = {"format": "ggml-xdna-kernels", "version": 1, "target": "npu1", "emulator": False,
-            "comment": "built by kernels/build-kernels.sh with mlir-aie whole_array",
+            "comment": f"built by kernels/build-kernels.sh with mlir-aie whole_array at {mlir_aie_head}",
             "designs": list(designs.values())}
 with open(f"{out}/manifest.json", "w") as f:
     json.dump(manifest, f, indent=2)

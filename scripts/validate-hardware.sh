@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Hardware validation, for a user with a first-generation XDNA NPU (Ryzen 7040 / 8040 mobile, Ryzen 8600G / 8700G)
 # and XRT: checks the driver, XRT and the kernel set, then runs the NPU smoke test, test-backend-ops, the accuracy
-# harness and the benchmark on a model you give, and writes ONE report file (Markdown) to send back.
+# harness and the benchmark on a model you give, and writes ONE report file (Markdown) to send back. The smoke test
+# comes first: if a kernel fails it (or there is no usable kernel set), nothing else is run, and the report says
+# which kernels failed and why.
 #
 #   scripts/validate-hardware.sh --model my-model.gguf            # builds what is missing, about 10-30 minutes
 #   scripts/validate-hardware.sh --model my-model.gguf --quick    # shorter accuracy and benchmark runs
@@ -25,6 +27,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 die() { echo "validate-hardware.sh: $*" >&2; exit 2; }
 
+stop=""
 model="" report="" threads="" quick=0 max_kld=0.05 build="" llama_bin="" skip=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -191,6 +194,7 @@ print(len(d), sum(len(x.get("blocks", [])) for x in d), "emulator" if m.get("emu
 else
     record "kernel set" FAIL "no kernel manifest (GGML_XDNA_NPU_KERNELS, or kernels/ next to the plugin): see kernels/README.md"
 fi
+kset_status=${S_STATUS[${#S_STATUS[@]}-1]}
 if skipped smoke; then
     record "NPU smoke test" SKIP "--skip smoke"
 elif [[ ! -x "$build/bin/xdna-npu-smoke" ]]; then
@@ -201,7 +205,18 @@ else
     block "$work/smoke.log" 60
     summary=$(grep -E '^[0-9]+ kernels' "$work/smoke.log" | tail -1)
     if [[ $rc -eq 0 ]]; then record "NPU smoke test" PASS "${summary:-every kernel matches its fp64 reference}"
-    else record "NPU smoke test" FAIL "${summary:-exit $rc}"; fi
+    else
+        # the failing kernels with their reasons, first in the report: everything later depends on them
+        grep -E '^FAIL |FAILED: ' "$work/smoke.log" | head -20 >"$work/smoke-fail.log"
+        record "NPU smoke test" FAIL "${summary:-exit $rc}; $(grep -c . "$work/smoke-fail.log") failing line(s), first: $(head -1 "$work/smoke-fail.log" | sed 's/  */ /g')"
+        text ""
+        text "**The smoke test failed, so no other step was run.** The failing kernels:"
+        block "$work/smoke-fail.log" 20
+        stop="not run: the NPU smoke test failed (fix or rebuild the kernels first: kernels/README.md)"
+    fi
+fi
+if [[ -z "$stop" && "$kset_status" == FAIL ]]; then
+    stop="not run: no usable kernel set (kernels/README.md)"
 fi
 
 # ---- 4. test-backend-ops --------------------------------------------------------------------------------------------
@@ -210,6 +225,7 @@ section "test-backend-ops -b XDNA"
 tbo_filter=()
 (( quick )) && tbo_filter=(-p 'type_a=q4_0') && text "(--quick: only the cases with Q4_0 weights)"
 for op in MUL_MAT MUL_MAT_ID; do
+    if [[ -n "$stop" ]]; then record "test-backend-ops $op" SKIP "$stop"; continue; fi
     if skipped backend-ops; then record "test-backend-ops $op" SKIP "--skip backend-ops"; continue; fi
     GGML_BACKEND_PATH="$plugin" "$llama_bin/test-backend-ops" test -b XDNA -o "$op" "${tbo_filter[@]}" >"$work/tbo-$op.log" 2>&1
     rc=$?
@@ -225,7 +241,9 @@ done
 # ---- 5. accuracy ------------------------------------------------------------------------------------------------------
 echo "== accuracy (KL divergence against the stock CPU)" >&2
 section "Accuracy against the stock CPU"
-if skipped accuracy; then
+if [[ -n "$stop" ]]; then
+    record "accuracy" SKIP "$stop"
+elif skipped accuracy; then
     record "accuracy" SKIP "--skip accuracy"
 else
     acc_args=(--model "$model" --plugin "$plugin" --compare plugin,noise --threads "$threads" --llama-bin "$llama_bin"
@@ -249,7 +267,9 @@ fi
 # ---- 6. the benchmark -------------------------------------------------------------------------------------------------
 echo "== the benchmark" >&2
 section "Benchmark"
-if skipped bench; then
+if [[ -n "$stop" ]]; then
+    record "benchmark" SKIP "$stop"
+elif skipped bench; then
     record "benchmark" SKIP "--skip bench"
 else
     configs=(--config cpu --config default --config w8)

@@ -25,6 +25,15 @@ const char* fault_name(enum fault f) {
         case fault::error:   return "error";
         case fault::timeout: return "timeout";
         case fault::nan:     return "nan";
+        case fault::bf16:    return "bf16";
+    }
+    return "?";
+}
+
+const char* accum_name(enum accum a) {
+    switch (a) {
+        case accum::exact:   return "exact";
+        case accum::aligned: return "aligned";
     }
     return "?";
 }
@@ -109,11 +118,18 @@ config config::from_env() {
         else if (!std::strcmp(v, "error")) c.fault = fault::error;
         else if (!std::strcmp(v, "timeout")) c.fault = fault::timeout;
         else if (!std::strcmp(v, "nan")) c.fault = fault::nan;
-        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout or nan");
+        else if (!std::strcmp(v, "bf16")) c.fault = fault::bf16;
+        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout, nan or bf16");
     }
     read_int("XDNA_EMU_FAULT_AFTER", &c.fault_after, 0, 1LL << 40);
     read_int("XDNA_EMU_FAULT_COUNT", &c.fault_count, 0, 1LL << 40);
     read_int("XDNA_EMU_HANG_MS", &c.hang_ms, 0, 3600 * 1000);
+    read_int("XDNA_EMU_TDR_MS", &c.tdr_ms, 0, 3600 * 1000);
+    if (const char* v = env("XDNA_EMU_ACCUM")) {
+        if (!std::strcmp(v, "exact")) c.accum = accum::exact;
+        else if (!std::strcmp(v, "aligned")) c.accum = accum::aligned;
+        else bad_value("XDNA_EMU_ACCUM", v, "exact or aligned");
+    }
     if (const char* v = env("XDNA_EMU_CHECK_SYNC")) {
         c.check_sync = std::strcmp(v, "0") != 0;
     }
@@ -129,6 +145,7 @@ std::string config::describe() const {
                   threads, fault_name(fault));
     std::string s = buf;
     if (memlock_bytes != SIZE_MAX) s += ", locked-memory limit " + std::to_string(memlock_bytes >> 20) + " MiB";
+    if (accum != accum::exact) s += std::string(", bf16 accumulation ") + accum_name(accum);
     if (fault != fault::none) {
         s += " after " + std::to_string(fault_after) + " run(s), " +
              (fault_count ? std::to_string(fault_count) + " time(s)" : std::string("from then on"));

@@ -115,7 +115,6 @@ struct run_status {
     std::mutex mu;
     std::condition_variable cv;
     ert_cmd_state state = ERT_CMD_STATE_NEW;   // guarded by mu
-    bool abort_requested = false;              // guarded by mu
 };
 
 class run_impl {

@@ -5,6 +5,7 @@
 #include "emu_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -138,10 +139,62 @@ void gemm_columns(const gemm_args& g, const double* a, size_t lda, uint32_t m_pa
     }
 }
 
+// The silicon-like accumulation (emu_matmul.h), columns [j_begin, j_end) of C. a: m x k doubles.
+void gemm_aligned_columns(const gemm_args& g, const double* a, uint32_t j_begin, uint32_t j_end) {
+    std::vector<double> b(g.k);
+    double t[GROUP + 1];
+    for (uint32_t j = j_begin; j < j_end; ++j) {
+        convert_strided(g.b_type, g.b, static_cast<size_t>(j) * g.k, g.k, b.data(), 1);
+        for (uint32_t i = 0; i < g.m; ++i) {
+            const double* ai = a + static_cast<size_t>(i) * g.k;
+            double acc = 0.0;   // always an fp32 value
+            for (uint32_t k0 = 0; k0 < g.k; k0 += GROUP) {
+                const uint32_t n = std::min(GROUP, g.k - k0);
+                t[0] = acc;
+                double largest = std::fabs(acc);
+                for (uint32_t q = 0; q < n; ++q) {
+                    t[q + 1] = ai[k0 + q] * b[k0 + q];   // exact: at most 16 significant bits
+                    largest = std::max(largest, std::fabs(t[q + 1]));
+                }
+                if (largest == 0.0 || !std::isfinite(largest)) {
+                    double sum = 0.0;
+                    for (uint32_t q = 0; q <= n; ++q) sum += t[q];
+                    acc = static_cast<double>(static_cast<float>(sum));
+                    continue;
+                }
+                // 23 fraction bits below the largest term's leading bit: each term rounded (to nearest even) to a
+                // multiple of 2^(e - 23); the scaled values are integers below 2^25, so their sum is exact.
+                const int e = std::ilogb(largest);
+                const double scale = std::ldexp(1.0, 23 - e);
+                double sum = 0.0;
+                for (uint32_t q = 0; q <= n; ++q) sum += std::nearbyint(t[q] * scale);
+                acc = static_cast<double>(static_cast<float>(std::ldexp(sum, e - 23)));
+            }
+            static_cast<float*>(g.c)[static_cast<size_t>(i) * g.n + j] = static_cast<float>(acc);
+        }
+    }
+}
+
+void gemm_aligned(const gemm_args& g) {
+    std::vector<double> a(static_cast<size_t>(g.m) * g.k);
+    convert_strided(g.a_type, g.a, 0, a.size(), a.data(), 1);
+    const uint32_t nthreads = static_cast<uint32_t>(std::max(1, std::min<int>(g.threads, static_cast<int>(g.n))));
+    std::vector<std::thread> pool;
+    for (uint32_t t = 1; t < nthreads; ++t) {
+        pool.emplace_back(gemm_aligned_columns, std::cref(g), a.data(), g.n * t / nthreads, g.n * (t + 1) / nthreads);
+    }
+    gemm_aligned_columns(g, a.data(), 0, g.n / nthreads);
+    for (auto& th : pool) th.join();
+}
+
 } // namespace
 
 void gemm_compute(const gemm_args& g) {
     if (g.m == 0 || g.n == 0) {
+        return;
+    }
+    if (g.aligned && g.c_type == dtype::f32) {
+        gemm_aligned(g);
         return;
     }
     // A once as fp64, padded to whole row tiles with zero rows.

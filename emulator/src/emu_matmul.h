@@ -4,6 +4,9 @@
 //   reduction width s = 8) is added to the accumulator exactly and rounded once to fp32 (round to nearest even).
 //   The silicon aligns the 9 terms to the largest exponent at 23 fraction bits before an exact sum, so it can
 //   differ from this model in the last bit of a group sum; docs/emulator.md explains.
+//   With `aligned` (XDNA_EMU_ACCUM=aligned) a group is added as the silicon is described to add it: the 9 terms (the
+//   fp32 accumulator and the 8 products) are each rounded to nearest even at 23 fraction bits below the leading bit
+//   of the largest of them, summed exactly, and the sum rounded once to fp32. Slower (scalar); for accuracy checks.
 //   i8 x i8 -> i32: exact integer sums, wrapping modulo 2^32 like the int32 accumulator.
 #pragma once
 
@@ -20,6 +23,7 @@ struct gemm_args {
     void* c;         // m x n
     uint32_t m, n, k;
     int threads;     // >= 1
+    bool aligned = false;   // bf16 groups as the silicon adds them (below); false: exact sum, one rounding
 };
 
 void gemm_compute(const gemm_args& g);

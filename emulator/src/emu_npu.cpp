@@ -253,8 +253,7 @@ void npu::executor() {
         const ert_cmd_state final_state = execute(*cmd);
         cmd->run.reset();   // the run, its kernel and hardware context may go now
         std::lock_guard<std::mutex> lock(cmd->status->mu);
-        cmd->status->state = (cmd->status->abort_requested && final_state == ERT_CMD_STATE_COMPLETED)
-                                 ? ERT_CMD_STATE_ABORT : final_state;
+        cmd->status->state = final_state;
         cmd->status->cv.notify_all();
     }
 }
@@ -266,9 +265,6 @@ ert_cmd_state npu::execute(command& cmd) {
     const design& d = run.kernel->ctx->xclbin->design;
     {
         std::lock_guard<std::mutex> lock(status.mu);
-        if (status.abort_requested) {
-            return ERT_CMD_STATE_ABORT;
-        }
         status.state = ERT_CMD_STATE_RUNNING;
     }
     checked_run cr;
@@ -288,16 +284,25 @@ ert_cmd_state npu::execute(command& cmd) {
         return ERT_CMD_STATE_ERROR;
     }
     if (cmd.fault == fault::timeout) {
-        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs until aborted%s", cmd.serial,
-            cfg.hang_ms ? " or its hang time passes" : "");
-        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.hang_ms);
+        // Nothing the host does ends it (amdxdna refuses an abort); the driver's watchdog does, in a failed state,
+        // unless the hang time passes first.
+        const bool watchdog_first = cfg.tdr_ms && (cfg.hang_ms == 0 || cfg.tdr_ms <= cfg.hang_ms);
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs%s", cmd.serial,
+            watchdog_first ? " until the driver's watchdog ends it" : cfg.hang_ms ? " for its hang time" : "");
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto hang_end = t0 + std::chrono::milliseconds(cfg.hang_ms);
+        const auto tdr_end = t0 + std::chrono::milliseconds(cfg.tdr_ms);
         std::unique_lock<std::mutex> lock(status.mu);
-        while (!status.abort_requested && !g_stopping &&
-               (cfg.hang_ms == 0 || std::chrono::steady_clock::now() < until)) {
+        for (;;) {
+            const auto now = std::chrono::steady_clock::now();
+            if (g_stopping) return ERT_CMD_STATE_ABORT;
+            if (watchdog_first && now >= tdr_end) {
+                log(1, cfg.log_level, "run #%" PRIu64 ": the driver's watchdog ends the hung run after %d ms",
+                    cmd.serial, cfg.tdr_ms);
+                return ERT_CMD_STATE_ABORT;
+            }
+            if (!watchdog_first && cfg.hang_ms && now >= hang_end) break;
             status.cv.wait_for(lock, std::chrono::milliseconds(5));
-        }
-        if (status.abort_requested || g_stopping) {
-            return ERT_CMD_STATE_ABORT;
         }
     }
 
@@ -323,7 +328,7 @@ ert_cmd_state npu::execute(command& cmd) {
     const auto t0 = std::chrono::steady_clock::now();
     if (cfg.mode != mode::null) {
         gemm_args g{d.a, d.b, d.c, cr.a->device, cr.b->device, cr.c->device, cr.block.m, cr.block.n, cr.block.k,
-                    cfg.threads};
+                    cfg.threads, cfg.accum == accum::aligned};
         gemm_compute(g);
     }
     if (cmd.fault == fault::nan) {
@@ -336,6 +341,13 @@ ert_cmd_state npu::execute(command& cmd) {
             int32_t* c = reinterpret_cast<int32_t*>(cr.c->device);
             std::fill(c, c + count, std::numeric_limits<int32_t>::min());
         }
+    }
+    if (cmd.fault == fault::bf16 && d.c == dtype::f32) {
+        // What a kernel built with a bf16 output would return: every result rounded to bf16.
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " returns results rounded to bf16", cmd.serial);
+        float* c = reinterpret_cast<float*>(cr.c->device);
+        const size_t count = size_t(cr.block.m) * cr.block.n;
+        for (size_t i = 0; i < count; ++i) c[i] = bf16_to_f32(f32_to_bf16(c[i]));
     }
     if (cfg.mode != mode::exact) {
         std::this_thread::sleep_until(done);

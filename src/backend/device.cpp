@@ -26,7 +26,7 @@ device_state::device_state()
     npu = npu_worker::create(cfg);
     if (npu) {
         device_workers.push_back(npu.get());
-        if (cfg.npu_warm) warmup = std::make_unique<npu_warmup>(*npu);
+        if (cfg.npu_warm) warmup = std::make_unique<npu::npu_warmup>(*npu);
     }
     // the GPU worker (GGML_XDNA_GPU): after the NPU's, as the planner lays rows out NPU, GPU, CPU
     if (worker * gpu = make_gpu_worker(cfg)) device_workers.push_back(gpu);

@@ -18,7 +18,7 @@
 namespace xdna {
 
 class npu_worker;
-class npu_warmup;
+namespace npu { class npu_warmup; }
 
 struct device_state {
     device_state();
@@ -45,7 +45,7 @@ struct device_state {
     split_planner         decode_planner;   // the experimental NPU decode: GGML_XDNA_NPU_DECODE's fixed share
     std::vector<worker *> device_workers;   // NPU and GPU workers of the process, in that order
     std::unique_ptr<npu_worker> npu;
-    std::unique_ptr<npu_warmup> warmup;
+    std::unique_ptr<npu::npu_warmup> warmup;
 
   private:
     std::mutex                 mtx;

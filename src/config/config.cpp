@@ -25,7 +25,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_WARM",       "1",     "0 turns off the load-time warm-up (kernels loaded, weights converted in the background)" },
     { "GGML_XDNA_NPU_DECODE",     "0",     "experimental token generation on the NPU: 1 for all rows, or a fraction shared with the CPU" },
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
-    { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (XDNA1 on Linux: 6 system-wide)" },
+    { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (out-of-tree amdxdna driver: 6 system-wide)" },
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only)" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },

@@ -16,7 +16,7 @@ enum class npu_errc {
     buffer,      // allocation, sync, or a buffer that does not fit a launch
     launch,      // XRT refused to start a run
     run_failed,  // a run ended in an error state
-    timeout,     // a run did not finish in time (it was aborted)
+    timeout,     // a run did not finish in time (its context was dropped; the driver's watchdog ends it)
 };
 
 const char* npu_errc_name(npu_errc c);

@@ -4,30 +4,40 @@
 #include "npu_error.h"
 
 #include <cctype>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
 namespace xdna {
 
-static bool ends_with(const std::string& s, const char* suffix) {
-    const size_t n = std::strlen(suffix);
-    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+namespace {
+
+// Printable ASCII or white space: what a hex text file is made of.
+bool looks_like_text(const std::string& data) {
+    for (char ch : data) {
+        const unsigned char c = static_cast<unsigned char>(ch);
+        if (!(c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c < 0x7F))) return false;
+    }
+    return true;
 }
 
+} // namespace
+
 std::vector<uint32_t> npu_load_instr(const std::string& path) {
-    auto fail = [&path](const std::string& why) -> npu_error {
-        return npu_error(npu_errc::kernel, "instruction file '" + path + "': " + why);
-    };
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        throw fail("cannot open file");
+        throw npu_error(npu_errc::kernel, "instruction file '" + path + "': cannot open file");
     }
     std::stringstream ss;
     ss << in.rdbuf();
-    const std::string data = ss.str();
+    return npu_parse_instr(ss.str(), "instruction file '" + path + "'");
+}
+
+std::vector<uint32_t> npu_parse_instr(const std::string& data, const std::string& what) {
+    auto fail = [&what](const std::string& why) -> npu_error {
+        return npu_error(npu_errc::kernel, what + ": " + why);
+    };
     std::vector<uint32_t> words;
-    if (ends_with(path, ".txt")) {
+    if (!data.empty() && looks_like_text(data)) {
         std::istringstream lines(data);
         std::string line;
         for (int no = 1; std::getline(lines, line); ++no) {
@@ -37,17 +47,17 @@ std::vector<uint32_t> npu_load_instr(const std::string& path) {
             if (b == e || line[b] == '#') continue;
             std::string tok = line.substr(b, e - b);
             if (tok.size() > 2 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X')) tok = tok.substr(2);
-            if (tok.empty() || tok.size() > 8) throw fail("line " + std::to_string(no) + ": not a 32-bit hex word");
+            if (tok.empty() || tok.size() > 8) throw fail("hex text, line " + std::to_string(no) + ": not a 32-bit hex word");
             for (char ch : tok) {
                 if (!std::isxdigit(static_cast<unsigned char>(ch))) {
-                    throw fail("line " + std::to_string(no) + ": not a 32-bit hex word");
+                    throw fail("hex text, line " + std::to_string(no) + ": not a 32-bit hex word");
                 }
             }
             words.push_back(static_cast<uint32_t>(std::stoul(tok, nullptr, 16)));
         }
     } else {
         if (data.size() % 4) {
-            throw fail("size " + std::to_string(data.size()) + " bytes is not a whole number of 32-bit words");
+            throw fail("binary, size " + std::to_string(data.size()) + " bytes is not a whole number of 32-bit words");
         }
         words.resize(data.size() / 4);
         for (size_t i = 0; i < words.size(); ++i) {

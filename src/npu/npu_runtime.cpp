@@ -73,6 +73,11 @@ const char* state_name(ert_cmd_state s) {
 
 npu_buffer npu_buffer::view(size_t offset, size_t bytes) const {
     if (!m_bo) throw npu_error(npu_errc::buffer, "view of an empty NPU buffer");
+    if (m_view) {
+        throw npu_error(npu_errc::buffer, "view of a view of an NPU buffer: XRT would give the nested sub-buffer a "
+                                          "wrong device address (XRT issue 9952); make the view from the whole "
+                                          "buffer");
+    }
     if (offset > m_size || bytes == 0 || bytes > m_size - offset) {
         throw npu_error(npu_errc::buffer, "view of " + std::to_string(bytes) + " bytes at offset " +
                                               std::to_string(offset) + " of a " + std::to_string(m_size) +
@@ -86,6 +91,7 @@ npu_buffer npu_buffer::view(size_t offset, size_t bytes) const {
     }
     v.m_host = static_cast<char*>(m_host) + offset;
     v.m_size = bytes;
+    v.m_view = true;
     return v;
 }
 
@@ -372,8 +378,9 @@ npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, n
     size_t pos = 0;
     while (d.kernels[pos] != k.index) ++pos;
     try {
-        // The NPU kernel's argument order: opcode 3 (transaction stream), instruction buffer, its word count,
-        // then the data buffers as the design's runtime sequence takes them: A, B, C.
+        // The NPU kernel's argument order: opcode 3 (the instruction sequence opcode mlir-aie's host code uses; 2 is
+        // the deprecated transaction one), instruction buffer, its word count, then the data buffers as the
+        // design's runtime sequence takes them: A, B, C.
         const unsigned int opcode = 3;
         run.m_start = std::chrono::steady_clock::now();
         run.m_run = run.m_design->kernel(opcode, run.m_design->instr[pos], run.m_design->instr_words[pos], a.m_bo,
@@ -415,15 +422,12 @@ void npu_runtime::wait(npu_run& run, int timeout_ms) {
     std::string msg;
     npu_errc code;
     if (state == ERT_CMD_STATE_TIMEOUT) {
-        ert_cmd_state after = ERT_CMD_STATE_ABORT;
-        try {
-            after = run.m_run.abort();
-        } catch (const std::exception& e) {
-            log(npu_log_level::error, "aborting '" + k.name + "': " + e.what());
-        }
+        // No xrt::run::abort(): it submits an ERT_ABORT command, which the amdxdna driver refuses ("Unsupported
+        // op"). A hung run is ended by the driver's own watchdog (2 s in the out-of-tree driver) in a failed
+        // state; here the run is let go and its hardware context dropped below.
         code = npu_errc::timeout;
-        msg = "NPU run of '" + k.name + "' did not finish within " + std::to_string(ms) + " ms; aborted (" +
-              state_name(after) + ")";
+        msg = "NPU run of '" + k.name + "' did not finish within " + std::to_string(ms) +
+              " ms; its hardware context is dropped (the driver's watchdog ends a hung run)";
     } else {
         code = npu_errc::run_failed;
         msg = "NPU run of '" + k.name + "' ended in " + std::string(state_name(state));

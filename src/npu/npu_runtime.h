@@ -36,7 +36,7 @@ enum class npu_log_level { debug, info, warn, error };
 
 struct npu_options {
     std::string manifest_path;      // empty: npu_default_manifest_path()
-    int context_budget = 6;         // hardware contexts this process may hold (npu1: 6 system-wide)
+    int context_budget = 6;         // hardware contexts this process may hold (out-of-tree amdxdna: 6 system-wide)
     int timeout_ms = 5000;          // per wait(); 0 waits forever
     bool debug = false;             // log loads, unloads (with their cost) and failures at debug level
     // Where log lines go; default: stderr, prefixed "xdna-npu: ", debug lines only when debug is set.
@@ -63,8 +63,11 @@ public:
 
     // `bytes` of this buffer from `offset`, as a buffer of its own (an XRT sub-buffer): a kernel argument that reads
     // part of a larger buffer in place. It shares this buffer's memory, and its syncs are syncs of that range.
-    // Throws npu_error(npu_errc::buffer).
+    // Only a buffer from alloc() can be viewed: a view of a view is refused, because XRT computes a nested
+    // sub-buffer's device address from the root's address plus the innermost offset only (XRT issue 9952), so the
+    // NPU would read the wrong bytes. Throws npu_error(npu_errc::buffer).
     npu_buffer view(size_t offset, size_t bytes) const;
+    bool is_view() const { return m_view; }
 
     // bytes == SIZE_MAX: from offset to the end. Throws npu_error(npu_errc::buffer).
     void sync_to_device(size_t bytes = SIZE_MAX, size_t offset = 0);
@@ -75,6 +78,7 @@ private:
     xrt::bo m_bo;
     void* m_host = nullptr;
     size_t m_size = 0;
+    bool m_view = false;
 };
 
 struct npu_loaded_design;
@@ -128,8 +132,9 @@ public:
     npu_buffer alloc(const npu_kernel& k, npu_arg which, size_t bytes = 0);
     // Starts one block: opcode 3, k's instruction stream and word count, then A, B, C. Returns at once.
     npu_run launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, npu_buffer& c);
-    // Waits for the run (timeout_ms < 0: the options' timeout). On failure or timeout the run is aborted, its
-    // design unloaded (the next launch loads it afresh) and npu_error thrown; the runtime stays usable.
+    // Waits for the run (timeout_ms < 0: the options' timeout). On failure or timeout its design is unloaded (the
+    // next launch loads it afresh) and npu_error thrown; the runtime stays usable. A run that timed out is not
+    // aborted (amdxdna refuses xrt::run::abort()); the driver's watchdog ends it.
     void wait(npu_run& run, int timeout_ms = -1);
 
     npu_stats stats() const;

@@ -36,7 +36,7 @@ struct work_result {
     double      once_seconds = 0.0;
     // MUL_MAT_ID: experts whose rows this worker left (too few routed tokens to be worth it); the caller computes
     // the same rows of these experts on the CPU
-    std::vector<int32_t> experts_left;
+    std::vector<int32_t> experts_left{};
 };
 
 // What a device worker tells the planner about its cost on one multiply, beyond what the planner measures: the NPU's

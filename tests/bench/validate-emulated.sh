@@ -22,4 +22,18 @@ for step in "plugin loads" "kernel set" "NPU smoke test" "test-backend-ops MUL_M
 done
 if grep -qE '^\| [^|]+ \| FAIL \|' "$report"; then echo "FAIL: a step failed"; exit 1; fi
 grep -q '^| model | configuration |' "$report" || { echo "FAIL: the report has no benchmark table"; exit 1; }
-echo "validate-hardware.sh ran every step on the emulator"
+
+# A kernel that fails the smoke test (results rounded to bf16) stops the validation there, with the kernels named.
+rc=0
+XDNA_EMU_FAULT=bf16 XDNA_EMU_FAULT_COUNT=0 "$here/../../scripts/validate-hardware.sh" --model "$model" --quick \
+    --threads 2 --build "$build" --llama-bin "$llama_bin" --report "$report" || rc=$?
+cat "$report"
+(( rc != 0 )) || { echo "FAIL: validate-hardware.sh passed with failing kernels"; exit 1; }
+grep -qE '^\| NPU smoke test \| FAIL \|.*FAIL bf16_k1024_t64_r256: NMSE' "$report" ||
+    { echo "FAIL: the smoke step does not name the failing kernel"; exit 1; }
+grep -q 'The smoke test failed, so no other step was run' "$report" || { echo "FAIL: no clear stop in the report"; exit 1; }
+for step in "test-backend-ops MUL_MAT" "test-backend-ops MUL_MAT_ID" "accuracy" "benchmark"; do
+    grep -qE "^\| $step \| SKIP \| not run: the NPU smoke test failed" "$report" ||
+        { echo "FAIL: step '$step' ran after the smoke test failed"; exit 1; }
+done
+echo "validate-hardware.sh ran every step on the emulator, and stopped after a failing smoke test"

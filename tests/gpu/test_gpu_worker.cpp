@@ -104,7 +104,7 @@ TEST_P(gpu_rows, match_the_cpu_and_touch_no_other_row) {
             opts.out = mode;
             gpu_worker wm(device_of(prm.dev), opts);
             check_rows(wm, mm, ref, { 5, m - 3 }, false);
-            if (mode == xdna::gpu_worker_options::read_mode::scatter) EXPECT_EQ(wm.stats().scatter_reads, 1);
+            if (mode == xdna::gpu_worker_options::read_mode::scatter) { EXPECT_EQ(wm.stats().scatter_reads, 1); }
         }
     }
 }

@@ -134,3 +134,90 @@ TEST(EmuMatmul, NanPropagates) {
     for (uint32_t j = 0; j < n; ++j) EXPECT_TRUE(std::isnan(c[j]));
     for (uint32_t j = 0; j < n; ++j) EXPECT_FALSE(std::isnan(c[n + j]));
 }
+
+namespace {
+
+// The silicon-like group addition (XDNA_EMU_ACCUM=aligned) written independently with integers: each of the 9
+// terms is split into a 53-bit integer mantissa and an exponent, shifted right to the grid 2^(e - 23) of the largest
+// term with round to nearest even done by hand, the integers summed, the sum rounded once to fp32.
+float model_bf16_aligned(const uint16_t* a, const uint16_t* b, uint32_t k) {
+    float acc = 0.0f;
+    for (uint32_t k0 = 0; k0 < k; k0 += 8) {
+        std::vector<double> t{acc};
+        for (uint32_t kk = k0; kk < std::min(k, k0 + 8); ++kk) {
+            t.push_back(static_cast<double>(bf16_to_f32(a[kk])) * bf16_to_f32(b[kk]));
+        }
+        int e_max = std::numeric_limits<int>::min();
+        for (double x : t) {
+            if (x != 0.0) {
+                int ex;
+                std::frexp(x, &ex);   // |x| in [2^(ex-1), 2^ex)
+                e_max = std::max(e_max, ex - 1);
+            }
+        }
+        if (e_max == std::numeric_limits<int>::min()) {
+            acc = 0.0f;
+            continue;
+        }
+        int64_t sum = 0;
+        for (double x : t) {
+            if (x == 0.0) continue;
+            int ex;
+            const double m = std::frexp(std::fabs(x), &ex);
+            const int64_t mant = static_cast<int64_t>(std::ldexp(m, 53));   // |x| = mant * 2^(ex - 53)
+            const int shift = (53 - ex) + (e_max - 23);                       // to units of 2^(e_max - 23)
+            int64_t q;
+            if (shift <= 0) {
+                q = mant << -shift;
+            } else if (shift >= 62) {
+                q = 0;
+            } else {
+                q = mant >> shift;
+                const int64_t rem = mant & ((int64_t(1) << shift) - 1), half = int64_t(1) << (shift - 1);
+                if (rem > half || (rem == half && (q & 1))) ++q;
+            }
+            sum += x < 0 ? -q : q;
+        }
+        acc = static_cast<float>(std::ldexp(static_cast<double>(sum), e_max - 23));
+    }
+    return acc;
+}
+
+} // namespace
+
+TEST(EmuMatmul, AlignedAccumulationMatchesItsModelBitForBit) {
+    const uint32_t m = 9, n = 37, k = 203;
+    const auto a = random_bf16(size_t(m) * k, 11, 1.0f);
+    auto b = random_bf16(size_t(n) * k, 12, 1.0f);
+    // Terms of very different sizes in one group: the small ones lose bits on the shift.
+    for (size_t i = 0; i < b.size(); i += 5) b[i] = f32_to_bf16(bf16_to_f32(b[i]) * 65536.0f);
+    std::vector<float> aligned(size_t(m) * n, -1.0f), exact(size_t(m) * n, -1.0f);
+    gemm_args g{dtype::bf16, dtype::bf16, dtype::f32, a.data(), b.data(), aligned.data(), m, n, k, 2};
+    g.aligned = true;
+    gemm_compute(g);
+    gemm_compute({dtype::bf16, dtype::bf16, dtype::f32, a.data(), b.data(), exact.data(), m, n, k, 1});
+    int differs = 0;
+    for (uint32_t i = 0; i < m; ++i) {
+        for (uint32_t j = 0; j < n; ++j) {
+            const float want = model_bf16_aligned(&a[size_t(i) * k], &b[size_t(j) * k], k);
+            ASSERT_EQ(aligned[size_t(i) * n + j], want) << i << "," << j;
+            differs += aligned[size_t(i) * n + j] != exact[size_t(i) * n + j];
+            // Both stay close to each other: within a few fp32 rounding steps of the terms' magnitudes (the
+            // results themselves can be much smaller, by cancellation).
+            double l1 = 0;
+            for (uint32_t kk = 0; kk < k; ++kk) {
+                l1 += std::fabs(double(bf16_to_f32(a[size_t(i) * k + kk])) * bf16_to_f32(b[size_t(j) * k + kk]));
+            }
+            EXPECT_NEAR(aligned[size_t(i) * n + j], exact[size_t(i) * n + j], 1e-5 * l1);
+        }
+    }
+    // The alignment changes the result of many outputs (it is not the exact model under another name).
+    EXPECT_GT(differs, static_cast<int>(m * n) / 4);
+    // int8 is unaffected by the setting.
+    std::vector<int8_t> ai(64, 3), bi(64 * 32, -5);
+    std::vector<int32_t> ci(32);
+    gemm_args gi{dtype::i8, dtype::i8, dtype::i32, ai.data(), bi.data(), ci.data(), 1, 32, 64, 1};
+    gi.aligned = true;
+    gemm_compute(gi);
+    for (int32_t x : ci) EXPECT_EQ(x, 64 * -15);
+}

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <system_error>
 #include <vector>
@@ -243,14 +244,28 @@ TEST(EmulatorXrt, SyncBoundsAreChecked) {
     EXPECT_THROW(bo.sync(XCL_BO_SYNC_BO_GMIO_TO_AIE), std::system_error);
 }
 
-TEST(EmulatorXrt, TimeoutThenAbort) {
+TEST(EmulatorXrt, TimeoutAbortRefusedWatchdogEndsTheRun) {
     xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    xdna_test::scoped_env tdr("XDNA_EMU_TDR_MS", "300");
     raw_block r;
     r.sync_inputs();
     xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(run.wait(std::chrono::milliseconds(50)), ERT_CMD_STATE_TIMEOUT);
     EXPECT_EQ(run.state(), ERT_CMD_STATE_RUNNING);
-    EXPECT_EQ(run.abort(), ERT_CMD_STATE_ABORT);
+    // XRT's abort submits ERT_ABORT, which amdxdna refuses: an error, and the run goes on.
+    try {
+        run.abort();
+        ADD_FAILURE() << "abort of a running command was accepted";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EOPNOTSUPP);
+        EXPECT_NE(std::string(e.what()).find("Unsupported op"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(run.state(), ERT_CMD_STATE_RUNNING);
+    // The driver's watchdog ends it, in a failed state.
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ABORT);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(ms, 300.0);
     // Only the first run was faulty: the same run object runs again normally.
     run.start();
     EXPECT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);
@@ -260,11 +275,12 @@ TEST(EmulatorXrt, TimeoutThenAbort) {
 
 TEST(EmulatorXrt, RunCannotStartTwiceWhileActive) {
     xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    xdna_test::scoped_env tdr("XDNA_EMU_TDR_MS", "100");
     raw_block r;
     r.sync_inputs();
     xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
     EXPECT_THROW(run.start(), std::runtime_error);
-    run.abort();
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ABORT);
     xrt::run never(r.kern);
     EXPECT_EQ(never.wait(std::chrono::milliseconds(1)), ERT_CMD_STATE_NEW);
     EXPECT_THROW(never.abort(), std::system_error);

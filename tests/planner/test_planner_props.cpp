@@ -27,7 +27,7 @@ void check_plan(const std::vector<plan_worker> & ws, const std::vector<row_range
                 ASSERT_TRUE(rs[i].begin % ws[i].align == 0) << ctx << " " << worker_kind_name(k) << " starts off its alignment";
                 ASSERT_TRUE(rs[i].end % ws[i].align == 0 || rs[i].end == n) << ctx << " " << worker_kind_name(k) << " ends off its alignment";
             }
-            if (k == worker_kind::npu) ASSERT_TRUE(rs[i].size() % step == 0 || rs[i].end == n) << ctx << " NPU not on whole steps";
+            if (k == worker_kind::npu) { ASSERT_TRUE(rs[i].size() % step == 0 || rs[i].end == n) << ctx << " NPU not on whole steps"; }
             at = rs[i].end;
         }
     }

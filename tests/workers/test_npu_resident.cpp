@@ -99,7 +99,7 @@ TEST_P(npu_resident, resident_weights_give_the_copied_path_s_result_bit_for_bit)
     // where the cached weight lives: an NPU buffer, unless the locked-memory limit forbids it
     const int64_t ld = (s.k + 1023) / 1024 * 1024;
     std::string err;
-    auto cw = npu->cache().get(cached.w, 0, w8 ? xdna::weight_format::int8 : xdna::weight_format::bf16, ld, &err);
+    auto cw = npu->cache().get(cached.w, 0, w8 ? xdna::npu::weight_format::int8 : xdna::npu::weight_format::bf16, ld, &err);
     ASSERT_TRUE(cw) << err;
     EXPECT_EQ(npu->cache().entries(), 1u);   // the same entry the worker used, not a new one
     EXPECT_EQ(cw->resident != nullptr, !memlock_limited());

@@ -57,7 +57,7 @@ struct gpu_worker::impl {
     ggml_backend_t             backend = nullptr;
     bool                       backend_failed = false;
     ggml_backend_buffer_type_t buft = nullptr;
-    std::unique_ptr<weight_cache> cache;
+    std::unique_ptr<gpu::weight_cache> cache;
     ggml_context *             ctx = nullptr;      // per-call tensors and the graph, reset every call
     ggml_backend_buffer_t      scratch = nullptr;  // activations, ids and result rows on the device, reused
     // host-side packing and unpacking, one per use: an asynchronous copy may still read its source until the wait
@@ -140,7 +140,7 @@ gpu_worker::gpu_worker(ggml_backend_dev_t dev, gpu_worker_options opts) : p(new 
     GGML_ASSERT(dev);
     label = std::string("GPU ") + ggml_backend_dev_name(dev);
     p->buft = ggml_backend_dev_buffer_type(dev);
-    p->cache = std::make_unique<weight_cache>(p->buft, opts.cache_bytes);
+    p->cache = std::make_unique<gpu::weight_cache>(p->buft, opts.cache_bytes);
 
     // several backends leave buffer_from_host_ptr NULL (CUDA, RPC) and the wrapper does not check: ask the caps first
     ggml_backend_dev_props props;
@@ -209,7 +209,7 @@ work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
 
     // 1. the weight, resident on the device
     const ggml_tensor * w = node->src[0];
-    const weight_cache::lookup lk = p->cache->get(w);
+    const gpu::weight_cache::lookup lk = p->cache->get(w);
     if (!lk.tensor) return fail("no device memory for the weight");
 
     // 2. the one-node graph on a view of the rows

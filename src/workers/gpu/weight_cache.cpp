@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-namespace xdna {
+namespace xdna::gpu {
 
 bool weight_cache::key_t::operator==(const key_t & o) const {
     return data == o.data && bytes == o.bytes && type == o.type && ne[0] == o.ne[0] && ne[1] == o.ne[1] &&
@@ -141,4 +141,4 @@ weight_cache::lookup weight_cache::get(const ggml_tensor * w) {
     return res;
 }
 
-}  // namespace xdna
+}  // namespace xdna::gpu

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace xdna {
+namespace xdna::gpu {
 
 class weight_cache {
   public:
@@ -79,4 +79,4 @@ class weight_cache {
     std::unordered_set<key_t, key_hash>                              seen;  // every weight ever resident
 };
 
-}  // namespace xdna
+}  // namespace xdna::gpu

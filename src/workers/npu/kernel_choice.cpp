@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace xdna {
+namespace xdna::npu {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -37,4 +37,4 @@ npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int6
     return best;
 }
 
-}  // namespace xdna
+}  // namespace xdna::npu

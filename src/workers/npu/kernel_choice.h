@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace xdna {
+namespace xdna::npu {
 
 struct npu_cost_model {
     double launch_s     = 180e-6;   // dispatch cost per launch (spec: ~180 us whatever the size)
@@ -32,4 +32,4 @@ const npu_design * choose_design(const npu_manifest & m, npu_dtype a, npu_dtype 
 npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int64_t tokens, int64_t rows, int64_t k,
                          const npu_cost_model & cost);
 
-}  // namespace xdna
+}  // namespace xdna::npu

@@ -19,6 +19,8 @@
 
 namespace xdna {
 
+using namespace npu;   // the worker's own helper types (weight cache, resident weights, tiling)
+
 // The buffers of one pipeline slot, for one kernel design.
 struct npu_worker::slot {
     int design = -1;                // the design its buffers are sized for (its largest block)

@@ -53,7 +53,7 @@ class npu_worker final : public async_worker {
     // Loads the hardware contexts of the designs the worker uses.
     void load_designs();
 
-    weight_cache & cache() { return weights; }
+    npu::weight_cache & cache() { return weights; }
     npu_runtime &  runtime() { return *rt; }
 
   protected:
@@ -77,13 +77,13 @@ class npu_worker final : public async_worker {
     void convert_block(call & c, const block & bl);
     void take_result(call & c, slot & s, int64_t i);
     void note_failure(const std::string & why);
-    void place_weight(const ggml_tensor * w, converted_weight & cw);   // the cache's placer: into an NPU buffer
+    void place_weight(const ggml_tensor * w, npu::converted_weight & cw);   // the cache's placer: into an NPU buffer
     void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
     void reserve_arena(const npu_kernel & kn, size_t bytes);
 
     std::unique_ptr<npu_runtime> rt;
-    weight_cache                 weights;
-    npu_cost_model               cost;
+    npu::weight_cache            weights;
+    npu::npu_cost_model          cost;
     bool                         w8;
     int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
     static constexpr int         depth = 3;        // runs in flight: one per slot

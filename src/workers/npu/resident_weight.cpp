@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-namespace xdna {
+namespace xdna::npu {
 
 npu_buffer * resident_weight::block(int64_t row, int64_t n, int64_t panel) {
     const size_t first = (size_t(panel) * rows + row) * kb * elem, bytes = size_t(n) * kb * elem;
@@ -60,4 +60,4 @@ bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t t
     return true;
 }
 
-}  // namespace xdna
+}  // namespace xdna::npu

@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-namespace xdna {
+namespace xdna::npu {
 
 struct resident_weight {
     npu_buffer buf;
@@ -44,4 +44,4 @@ struct resident_weight {
 bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t tail_rows, converted_weight & cw,
                    std::string * why);
 
-}  // namespace xdna
+}  // namespace xdna::npu

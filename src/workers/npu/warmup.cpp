@@ -4,7 +4,7 @@
 #include "util/log.h"
 #include "workers/npu/npu_worker.h"
 
-namespace xdna {
+namespace xdna::npu {
 
 npu_warmup::npu_warmup(npu_worker & npu) : npu(npu) {}
 
@@ -63,4 +63,4 @@ void npu_warmup::loop() {
                                      " weights left to convert on first use").c_str() : "");
 }
 
-}  // namespace xdna
+}  // namespace xdna::npu

@@ -13,8 +13,10 @@
 #include <thread>
 
 namespace xdna {
-
 class npu_worker;
+}  // namespace xdna
+
+namespace xdna::npu {
 
 class npu_warmup {
   public:
@@ -40,4 +42,4 @@ class npu_warmup {
     double                  t_start = 0.0;
 };
 
-}  // namespace xdna
+}  // namespace xdna::npu

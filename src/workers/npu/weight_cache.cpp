@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace xdna {
+namespace xdna::npu {
 
 bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, weight_format fmt,
                          int64_t ld, converted_weight & out, std::string * err) {
@@ -142,4 +142,4 @@ size_t weight_cache::entries() const {
     return map.size();
 }
 
-}  // namespace xdna
+}  // namespace xdna::npu

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace xdna {
+namespace xdna::npu {
 
 enum class weight_format { bf16, int8 };
 
@@ -93,4 +93,4 @@ uint64_t weight_fingerprint(const ggml_tensor * w, int64_t expert);
 // Bytes of memory the system has available now (MemAvailable), or SIZE_MAX when unknown.
 size_t system_available_bytes();
 
-}  // namespace xdna
+}  // namespace xdna::npu
