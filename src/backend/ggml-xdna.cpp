@@ -61,6 +61,7 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     xdna_state().prompt_arrived();
+    next_graph();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
         if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;

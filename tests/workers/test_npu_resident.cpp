@@ -148,3 +148,57 @@ INSTANTIATE_TEST_SUITE_P(shapes, npu_resident,
                          });
 
 }  // namespace
+
+// Multiplies of one graph that share their input (q, k and v; gate and up) read the activations the first one
+// converted; a new graph converts them again, so an input rewritten in place between graphs is never read stale.
+TEST(npu_shared_input, the_next_multiply_reads_the_converted_input_and_a_new_graph_converts_it_again) {
+    setenv("XDNA_EMU_LOG", "0", 0);
+    ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
+    std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
+    ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+    const int64_t k = 2048, rows = 512, tokens = 64;
+    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * w[2] = { ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows), ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows) };
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
+    ggml_tensor * y[2] = { ggml_mul_mat(ctx, w[0], x), ggml_mul_mat(ctx, w[1], x) };
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> small(-8, 8);   // exact in bf16: the reference is exact
+    for (ggml_tensor * t : w) {
+        for (int64_t i = 0; i < k * rows; ++i) ((ggml_fp16_t *) t->data)[i] = ggml_fp32_to_fp16(float(small(rng)));
+    }
+    auto check = [&](int which, const char * what) {
+        for (int64_t t = 0; t < tokens; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+                double ref = 0;
+                for (int64_t i = 0; i < k; ++i) {
+                    ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w[which]->data)[r * k + i])) *
+                           ((const float *) x->data)[t * k + i];
+                }
+                ASSERT_EQ(((const float *) y[which]->data)[t * rows + r], ref) << what << ": token " << t << ", row " << r;
+            }
+        }
+    };
+    auto fill_x = [&](int salt) {
+        for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + salt) % 9 - 4);
+    };
+    auto run = [&](int which) {
+        npu->begin(y[which], { 0, rows });
+        const xdna::work_result r = npu->end();
+        ASSERT_TRUE(r.ok) << r.error;
+    };
+    xdna::next_graph();
+    fill_x(1);
+    run(0);
+    run(1);   // reads the activations converted for y0
+    check(0, "first multiply");
+    check(1, "second multiply of the same graph");
+    fill_x(5);   // the input rewritten in place, as ggml's allocator does between graphs
+    xdna::next_graph();
+    run(1);
+    check(1, "the same multiply in the next graph");
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}

@@ -44,6 +44,11 @@ struct npu_worker::job {
     double                   cache_seconds = 0.0;   // spent getting the weight from the cache (converting it once)
 };
 
+bool npu_worker::arena_key::operator==(const arena_key & o) const {
+    return data == o.data && graph == o.graph && tb == o.tb && kb == o.kb && ld == o.ld && a_blocks == o.a_blocks &&
+           std::equal(ne, ne + 4, o.ne) && std::equal(nb, nb + 4, o.nb);
+}
+
 // One launch: its job, token block, row block and K block, and the activation block it reads.
 struct npu_worker::block {
     int64_t job, tbi, rbi, kbi, a_block;
@@ -66,6 +71,7 @@ struct npu_worker::call {
     bool                     check_finite = true;
     bool                     finite = true;
     double                   first_launched = 0.0, last_waited = 0.0;   // when the NPU's part began and ended
+    arena_key                arena_key_after;   // what the arena holds once every block is converted
 };
 
 static constexpr int max_failures_in_a_row = 3;
@@ -434,12 +440,24 @@ void npu_worker::place_activations(call & c) {
         }
     }
     const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
+    // a dense multiply whose input the arena already holds (k and v after q, up after gate): nothing to convert
+    arena_key key;
+    const ggml_tensor * x = c.node->src[1];
+    if (c.node->op == GGML_OP_MUL_MAT) {
+        key.data = x->data;
+        for (int d = 0; d < 4; ++d) { key.ne[d] = x->ne[d]; key.nb[d] = (int64_t) x->nb[d]; }
+        key.graph = graph_epoch();
+        key.tb = c.tb; key.kb = c.kb; key.ld = c.ld; key.a_blocks = a_blocks;
+    }
+    const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
+    arena_holds = arena_key();   // until the new contents are complete
     reserve_arena(*c.kn, size_t(a_blocks) * block_bytes);
     if (w8 && act_scales.size() < size_t(a_blocks * c.tb)) act_scales.resize(size_t(a_blocks * c.tb));
     c.a_views.clear();
     c.a_views.reserve(a_blocks);
     for (int64_t ab = 0; ab < a_blocks; ++ab) c.a_views.push_back(act_arena.view(size_t(ab) * block_bytes, block_bytes));
-    c.a_ready.assign(a_blocks, false);
+    c.a_ready.assign(a_blocks, held);
+    c.arena_key_after = key;
 }
 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
@@ -600,6 +618,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     place_activations(c);
     c.check_finite = rt->results_valid();
     run_pipeline(c);
+    if (std::all_of(c.a_ready.begin(), c.a_ready.end(), [](bool r) { return r; })) arena_holds = c.arena_key_after;
     if (c.check_finite && !c.finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
     const double t1 = now_seconds();
     res.seconds = t1 - t0;

@@ -92,6 +92,16 @@ class npu_worker final : public async_worker {
     // is a view of it): nothing is copied into the slots, and a block shared by several launches is synced once.
     npu_buffer                   act_arena;
     std::vector<float>           act_scales;   // int8 activations: one scale per token and K block
+    // What the arena holds: the input it was converted from, in this graph (a multiply with the same input, in the
+    // same graph and layout, reads it as it is)
+    struct arena_key {
+        const void * data = nullptr;
+        int64_t      ne[4] = {}, nb[4] = {};
+        uint64_t     graph = 0;
+        int64_t      tb = 0, kb = 0, ld = 0, a_blocks = 0;
+        bool operator==(const arena_key & o) const;
+    };
+    arena_key                    arena_holds;
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
