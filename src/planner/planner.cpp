@@ -103,61 +103,60 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
     return rate > 0.0 ? 1.0 / rate : -1.0;
 }
 
-int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                     bool has_cpu, const char *& why) {
-    const cost_model & npu = st.model[NPU];
-    const double p = rest_sec_per_row(st, has_gpu, has_cpu, true);         // the others, next to the NPU
-    const double p_alone = rest_sec_per_row(st, has_gpu, has_cpu, false);   // and without it
-    if (!npu.known() || p <= 0.0 || p_alone <= 0.0) {
-        why = "probe";   // nothing to predict with yet: one block, measured side by side with the others
-        return probe;
-    }
+double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const {
+    return r == 0 ? (double) n * p_alone : std::max(npu_time(st, r), (double) (n - r) * p);
+}
 
+int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const {
     // Candidates are whole steps, and every row. The NPU's predicted time grows with its rows and the others' time
     // shrinks, so the best candidate is where the two cross: found by bisection in O(log(n / step)).
     const int64_t n_cand = (n + step - 1) / step;   // candidate k gives min(k * step, n) rows
-    auto rows_of   = [&](int64_t k) { return std::min(k * step, n); };
-    auto t_npu     = [&](int64_t r) { return npu_time(st, r); };
-    auto t_rest    = [&](int64_t r) { return (double) (n - r) * p; };
-    auto makespan  = [&](int64_t r) { return r == 0 ? (double) n * p_alone : std::max(t_npu(r), t_rest(r)); };
+    auto rows_of = [&](int64_t k) { return std::min(k * step, n); };
     int64_t lo = 1, hi = n_cand + 1;   // first k in [1, n_cand] with t_npu >= t_rest (n_cand + 1: none)
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
         const int64_t r = rows_of(mid);
-        if (t_npu(r) >= t_rest(r)) hi = mid; else lo = mid + 1;
+        if (npu_time(st, r) >= (double) (n - r) * p) hi = mid; else lo = mid + 1;
     }
     // the crossing's two neighbours, and no NPU at all (the others then run alone)
     int64_t best = 0;
     for (int64_t k : { lo - 1, lo }) {
-        if (k >= 1 && k <= n_cand && makespan(rows_of(k)) < makespan(best)) best = rows_of(k);
+        if (k >= 1 && k <= n_cand && makespan(st, n, rows_of(k), p, p_alone) < makespan(st, n, best, p, p_alone)) {
+            best = rows_of(k);
+        }
     }
+    return best;
+}
 
+void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone) {
     // Hysteresis: a new share only when it is predicted to save more than `margin`. Changes in quick succession
     // (within `margin_decay` multiplies, once the models rest on a full window of measurements) mean that the
     // candidates are within the noise of each other: the margin then doubles, up to `max_margin`, and halves again
     // after `margin_decay` multiplies without a change.
     const int64_t cur = st.npu_cur;
     const bool cur_valid = cur >= 0 && cur <= n && (cur % step == 0 || cur == n);
-    why = "auto";
     if (st.margin < opts.hysteresis) st.margin = opts.hysteresis;
     if (++st.stable >= opts.margin_decay && st.margin > opts.hysteresis) {
         st.margin = std::max(opts.hysteresis, 0.5 * st.margin);
         st.stable = 0;
     }
-    if (!cur_valid || makespan(cur) > makespan(best) * (1.0 + st.margin)) {
-        if (cur_valid && cur != best) {
-            st.changes++;
-            // another change soon after the last one, once the models have their window of measurements
-            if (st.calls > cost_model::window && st.calls - st.changed_at < opts.margin_decay) {
-                st.margin = std::max(opts.hysteresis, std::min(opts.max_margin, 2.0 * st.margin));
-            }
-            st.changed_at = st.calls;
-            st.stable     = 0;
+    if (cur_valid && makespan(st, n, cur, p, p_alone) <= makespan(st, n, best, p, p_alone) * (1.0 + st.margin)) return;
+    if (cur_valid && cur != best) {
+        st.changes++;
+        // another change soon after the last one, once the models have their window of measurements
+        if (st.calls > cost_model::window && st.calls - st.changed_at < opts.margin_decay) {
+            st.margin = std::max(opts.hysteresis, std::min(opts.max_margin, 2.0 * st.margin));
         }
-        st.npu_cur = best;
+        st.changed_at = st.calls;
+        st.stable     = 0;
     }
-    int64_t r = st.npu_cur;
+    st.npu_cur = best;
+}
 
+int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
+                                         bool has_cpu, const char *& why) {
+    const int64_t r = st.npu_cur;
+    const cost_model & npu = st.model[NPU];
     if (npu.samples() < 2 && r < probe) {
         // one measurement may be the slow first call: the NPU keeps a block until a second one confirms it
         why = "probe";
@@ -188,10 +187,12 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     if (npu.needs_spread() && !(st.hint.fixed_s > 0.0) && st.explored < cost_model::per_side &&
         (st.explored > 0 || ++st.explore_in >= opts.reprobe_every)) {
         // All the NPU's measurements so far are of about one size, which cannot tell its fixed cost from its cost
-        // per row (and no hint gave the fixed cost): once per shape, after `reprobe_every` multiplies, it measures
-        // a clearly different size a few times in a row (the next one up with at least twice the work, else the
-        // next one down with at most half). What is learned then is kept.
+        // per row (and neither the worker's measurement nor a hint gave the fixed cost): once per shape, after
+        // `reprobe_every` multiplies, it measures a clearly different size a few times in a row (the next one up
+        // with at least twice the work, else the next one down with at most half). What is learned then is kept.
         st.explored++;
+        const int64_t n_cand = (n + step - 1) / step;
+        auto rows_of = [&](int64_t k) { return std::min(k * step, n); };
         const double x = npu_work(st, r);
         int64_t other = -1;
         for (int64_t k = r / step + 1; k <= n_cand && other < 0; ++k) {
@@ -208,6 +209,20 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
         st.explored = cost_model::per_side;   // no size far enough away: nothing to learn here
     }
     return r;
+}
+
+int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
+                                     bool has_cpu, const char *& why) {
+    const double p = rest_sec_per_row(st, has_gpu, has_cpu, true);         // the others, next to the NPU
+    const double p_alone = rest_sec_per_row(st, has_gpu, has_cpu, false);   // and without it
+    if (!st.model[NPU].known() || p <= 0.0 || p_alone <= 0.0) {
+        why = "probe";   // nothing to predict with yet: one block, measured side by side with the others
+        return probe;
+    }
+    why = "auto";
+    settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
+    // the decision, unless something must be measured first
+    return measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, why);
 }
 
 int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {

@@ -140,8 +140,14 @@ class split_planner {
         double  seconds = 0.0, flops = 0.0;
     };
 
+    // auto: the decision (best_npu_rows, then settle's hysteresis), unless a probe must measure something first
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                           const char *& why);
+    double  makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
+    int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const;
+    void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
+    int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
+                              const char *& why);
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
