@@ -29,12 +29,13 @@ main_llama_src=$(sed -n 's/^LLAMA_SRC:PATH=//p' "$main_build/CMakeCache.txt")
 mapfile -t llama < <(LLAMA_SRC= LLAMA_BUILD= "$root/scripts/build-llama.sh" --release "$release" --smoke)
 src=${llama[0]} bin=${llama[1]}/bin
 build="${GGML_XDNA_SMOKE_BUILD:-$root/build-$release}"
+mkdir -p "$build"
 extra=()
 command -v ccache >/dev/null && extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 cmake -S "$root" -B "$build" -G Ninja -DLLAMA_SRC="$src" -DLLAMA_BUILD="${llama[1]}" -DGGML_XDNA_BUILD_TESTS=OFF \
-    -DGGML_XDNA_BUILD_TOOLS=OFF "${extra[@]}" >"$build.configure.log" 2>&1 || { tail -20 "$build.configure.log"; exit 1; }
-grep -E "ggml-xdna: built against" "$build.configure.log" | sed "s/^-- /[smoke $release] /"
-cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml-xdna >"$build.build.log" 2>&1 || { tail -30 "$build.build.log"; exit 1; }
+    -DGGML_XDNA_BUILD_TOOLS=OFF "${extra[@]}" >"$build/smoke-configure.log" 2>&1 || { tail -20 "$build/smoke-configure.log"; exit 1; }
+grep -E "ggml-xdna: built against" "$build/smoke-configure.log" | sed "s/^-- /[smoke $release] /"
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml-xdna >"$build/smoke-build.log" 2>&1 || { tail -30 "$build/smoke-build.log"; exit 1; }
 plugin="$build/bin/libggml-xdna.so"
 say "built the plugin in $(( $(date +%s) - start )) s (with the release's llama.cpp)"
 
@@ -42,10 +43,10 @@ passed=0 failed=0
 check() {   # check NAME COMMAND...: runs it, counts it
     local name=$1; shift
     local t0=$(date +%s)
-    if "$@" >"$build.$name.log" 2>&1; then
-        passed=$((passed + 1)); say "PASS $name ($(( $(date +%s) - t0 )) s): $(grep -m1 -E 'passed|refused' "$build.$name.log" || true)"
+    if "$@" >"$build/smoke-$name.log" 2>&1; then
+        passed=$((passed + 1)); say "PASS $name ($(( $(date +%s) - t0 )) s): $(grep -m1 -E 'passed|refused' "$build/smoke-$name.log" || true)"
     else
-        failed=$((failed + 1)); say "FAIL $name"; tail -30 "$build.$name.log"
+        failed=$((failed + 1)); say "FAIL $name"; tail -30 "$build/smoke-$name.log"
     fi
 }
 
