@@ -81,6 +81,23 @@ list(GET _run_out 1 XDNA_GGML_COMMIT)
 list(GET _run_out 2 XDNA_GGML_TENSOR_OVERHEAD)
 list(GET _run_out 3 XDNA_GGML_TYPE_FACTS)
 
+# The source tree's own version (no public header has it; ggml's CMakeLists.txt does) must be the library's: headers of
+# one release and a library of another compile, and crash.
+file(STRINGS "${LLAMA_SRC}/ggml/CMakeLists.txt" _ver_lines REGEX "^set\\(GGML_VERSION_(MAJOR|MINOR|PATCH) [0-9]+\\)")
+set(_src_version "")
+foreach(_part MAJOR MINOR PATCH)
+    foreach(_line ${_ver_lines})
+        if(_line MATCHES "GGML_VERSION_${_part} ([0-9]+)")
+            list(APPEND _src_version ${CMAKE_MATCH_1})
+        endif()
+    endforeach()
+endforeach()
+list(JOIN _src_version "." _src_version)
+if(_src_version MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$" AND NOT _src_version STREQUAL XDNA_GGML_VERSION)
+    message(FATAL_ERROR "ggml-xdna: LLAMA_SRC=${LLAMA_SRC} is ggml ${_src_version} but LLAMA_BUILD=${LLAMA_BUILD} is "
+        "ggml ${XDNA_GGML_VERSION}: point both at one llama.cpp")
+endif()
+
 # 2. The range, by the library's version.
 if(NOT XDNA_GGML_VERSION MATCHES "^[0-9]+\\.[0-9]+\\.[0-9]+$" OR XDNA_GGML_VERSION VERSION_LESS XDNA_GGML_MIN_VERSION)
     message(FATAL_ERROR "ggml-xdna: ${LLAMA_BUILD} is ggml ${XDNA_GGML_VERSION}; the plugin supports ${XDNA_GGML_RANGE} "
