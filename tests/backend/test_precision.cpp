@@ -1,6 +1,6 @@
 // Precision requests honoured by every worker (claim.h; docs/architecture.md, "Precision requests"): a multiply that
 // asks for f32 accumulation (ggml_prec_set_acc, ggml_mul_mat_set_prec before ggml 0.25) is claimed and computed by the
-// plugin with the workers CTest selects (the NPU's bf16 kernels, its int8 path, half NPU and half CPU, the CPU alone)
+// plugin with the workers CTest selects on f16 weights (the NPU's bf16 kernels, its int8 path, half NPU and half CPU, the CPU alone)
 // and compared with an fp64 reference, exactly: the inputs are small integers, exact in bf16 and in int8 (a 127 in
 // every group of 1,024 weights and in every token makes both scales 1), and every partial sum is an integer below 2^24,
 // so any f32 accumulation gives the reference bit for bit, while a bf16 (or f16) accumulator rounds sums above 256
@@ -89,7 +89,8 @@ struct prec_case {
         ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
         ctx = ggml_init(p);
         const int64_t used = 2;
-        ggml_tensor * w = experts ? ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, m, experts) : ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, m);
+        // f16 weights (F32 ones stay with the CPU worker): the small integers are exact in f16, bf16 and int8
+        ggml_tensor * w = experts ? ggml_new_tensor_3d(ctx, GGML_TYPE_F16, k, m, experts) : ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, m);
         ggml_tensor * x = experts ? ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, used, n) : ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n);
         ggml_tensor * ids = experts ? ggml_new_tensor_2d(ctx, GGML_TYPE_I32, used, n) : nullptr;
         node = experts ? ggml_mul_mat_id(ctx, w, x, ids) : ggml_mul_mat(ctx, w, x);
@@ -97,7 +98,9 @@ struct prec_case {
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         const int64_t e = experts ? experts : 1, slots = experts ? used : 1;
         const std::vector<float> wf = integers(m * e, k, 1), xf = integers(slots * n, k, 2);
-        ggml_backend_tensor_set(w, wf.data(), 0, ggml_nbytes(w));
+        std::vector<ggml_fp16_t> wh(wf.size());
+        ggml_fp32_to_fp16_row(wf.data(), wh.data(), int64_t(wf.size()));
+        ggml_backend_tensor_set(w, wh.data(), 0, ggml_nbytes(w));
         ggml_backend_tensor_set(x, xf.data(), 0, ggml_nbytes(x));
         std::vector<int32_t> id(size_t(used * n));
         for (int64_t t = 0; t < n; ++t) {
@@ -148,8 +151,9 @@ TEST(precision, f32_accumulation_requested_is_given_by_every_worker) {
     const loaded_backends & lb = load_backends();
     ASSERT_NE(lb.xdna_dev, nullptr) << "the plugin did not load";
     if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);   // this run's lines only
-    // K of four 1,024 blocks, rows past a 256-row block, a token count no block size divides
-    prec_case mm(4096, 264, 40, 0), id(2048, 256, 48, 4);
+    // K of four 1,024 blocks, rows past whole 256-row blocks (half of them: 256 to the NPU), a token count no block
+    // size divides
+    prec_case mm(4096, 520, 40, 0), id(2048, 512, 48, 4);
     request_f32_accumulation(mm.node);
     request_f32_accumulation(id.node);
     ASSERT_EQ(xdna::claim_acc_request(mm.node), xdna::prec_f32);
