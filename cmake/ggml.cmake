@@ -7,7 +7,7 @@
 # Only libggml (the registry) and libggml-base are linked; the CPU backend is reached through the registry.
 include(CheckCXXSourceCompiles)
 
-set(XDNA_GGML_RANGE "llama.cpp b10361 to v0.5.0 (npm node-llama-cpp 3.20.0 to 3.22.1, ggml 0.19.0 to 0.25.1)")
+set(XDNA_GGML_RANGE "llama.cpp b10361 to v0.5.0 (ggml 0.19.0 to 0.25.1, npm node-llama-cpp 3.20.0 to 3.22.1)")
 set(XDNA_GGML_MIN_VERSION "0.19.0")
 set(XDNA_GGML_MAX_VERSION "0.25.1")
 option(GGML_XDNA_UNTESTED_GGML "build against a ggml newer than the supported range (its headers still have to pass the probes)" OFF)

@@ -38,7 +38,7 @@ ggml_facts ggml_loaded_facts(const ggml_facts & built) {
 
 std::string ggml_mismatch(const ggml_facts & built, const ggml_facts & loaded) {
     const std::string head = "built for ggml " + built.version + " but loaded into ggml " + loaded.version;
-    const std::string tail = "; not loading: rebuild the plugin against this llama.cpp (supported: " XDNA_GGML_RANGE ")";
+    const std::string tail = "; not loading: rebuild the plugin against this llama.cpp, one of " XDNA_GGML_RANGE;
     if (loaded.version != built.version) return head + tail;
     std::string why;
     if (loaded.mul_mat != built.mul_mat || loaded.mul_mat_id != built.mul_mat_id) {
