@@ -1,27 +1,50 @@
 #!/usr/bin/env bash
-# Fetch and build the pinned llama.cpp (DESIGN.md §2) into a versioned cache outside the repository.
+# Fetch and build a llama.cpp release (DESIGN.md §2) into a versioned cache outside the repository.
 #
-# The pinned release is the git bundle shipped inside npm's node-llama-cpp@3.21.1 (ggml 0.23.0, commit 80fb11a).
-# It is built as releases are built (BUILD_SHARED_LIBS=ON, GGML_BACKEND_DL=ON) with the one CPU variant this
-# machine needs, plus the RPC backend (the GPU worker's stand-in in tests).
+# A release is the git bundle shipped inside npm's node-llama-cpp@X. The supported range (README, "Using the plugin
+# with your own llama.cpp"): node-llama-cpp 3.20.0 (llama.cpp b10361, ggml 0.19.0) to 3.22.1 (v0.5.0, ggml 0.25.1), the
+# newest being the default. It is built as releases are built (BUILD_SHARED_LIBS=ON, GGML_BACKEND_DL=ON) with the one
+# CPU variant this machine needs, plus the RPC backend (the GPU worker's stand-in in tests).
 #
-# A complete cache is reused in seconds; an incomplete or stale one (different pin, flags or missing tool) is rebuilt.
-# Prints two lines on stdout: the source directory, then the build directory.
+# Usage: build-llama.sh [--release X] [--smoke]
+#   --release X   node-llama-cpp version whose llama.cpp to build (default $LLAMA_RELEASE, else 3.22.1)
+#   --smoke       build only what the smoke test needs (ggml, the CPU backend, test-backend-ops, llama-perplexity);
+#                 a later full build of the same release reuses that build directory
+#
+# A complete cache is reused in seconds; a partial one is completed; a stale one (other flags) lives in another
+# directory. Prints two lines on stdout: the source directory, then the build directory.
 #
 # Environment:
+#   LLAMA_RELEASE         the release, as --release
 #   GGML_XDNA_CACHE       cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/ggml-xdna)
-#   LLAMA_SRC, LLAMA_BUILD  use your own llama.cpp source and build directories of the same version instead
+#   LLAMA_SRC             your own llama.cpp checkout: built into the cache (keyed by its path and git HEAD)
+#   LLAMA_SRC, LLAMA_BUILD  your own source and build directories, used as they are (nothing is built)
 #   JOBS                  parallel build jobs (default: nproc)
 set -euo pipefail
 
-PIN_NPM="node-llama-cpp@3.21.1"
-PIN_COMMIT="80fb11a"
-TOOLS=(llama-cli llama-completion llama-server llama-bench llama-perplexity llama-quantize test-backend-ops ggml-rpc-server)
+DEFAULT_RELEASE="3.22.1"
+# the releases whose bundle this script checks, by node-llama-cpp version: the short commit of the bundle's HEAD
+declare -A KNOWN_COMMITS=([3.20.0]=c2fd87e [3.21.1]=80fb11a [3.22.1]=de3ff81)
+FULL_TOOLS=(llama-cli llama-completion llama-server llama-bench llama-perplexity llama-quantize test-backend-ops ggml-rpc-server)
+SMOKE_TOOLS=(llama-perplexity test-backend-ops)
 
 log() { echo "[build-llama] $*" >&2; }
 
-if [[ -n "${LLAMA_SRC:-}" || -n "${LLAMA_BUILD:-}" ]]; then
-    : "${LLAMA_SRC:?set both LLAMA_SRC and LLAMA_BUILD}" "${LLAMA_BUILD:?set both LLAMA_SRC and LLAMA_BUILD}"
+release="${LLAMA_RELEASE:-$DEFAULT_RELEASE}"
+tools=("${FULL_TOOLS[@]}")
+libs=(ggml ggml-base ggml-cpu ggml-rpc)
+while (( $# )); do
+    case "$1" in
+        --release) release="${2:?--release needs a node-llama-cpp version}"; shift 2 ;;
+        --release=*) release="${1#--release=}"; shift ;;
+        --smoke) tools=("${SMOKE_TOOLS[@]}"); libs=(ggml ggml-base ggml-cpu); shift ;;
+        *) log "unknown argument $1 (usage: build-llama.sh [--release X] [--smoke])"; exit 2 ;;
+    esac
+done
+[[ "$release" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { log "--release wants a node-llama-cpp version like $DEFAULT_RELEASE, not '$release'"; exit 2; }
+
+if [[ -n "${LLAMA_BUILD:-}" ]]; then
+    : "${LLAMA_SRC:?LLAMA_BUILD needs LLAMA_SRC too}"
     [[ -f "$LLAMA_SRC/ggml/src/ggml-backend-impl.h" ]] || { log "LLAMA_SRC=$LLAMA_SRC is not a llama.cpp source tree"; exit 1; }
     [[ -f "$LLAMA_BUILD/bin/libggml-base.so" ]] || { log "LLAMA_BUILD=$LLAMA_BUILD has no bin/libggml-base.so (need BUILD_SHARED_LIBS=ON GGML_BACKEND_DL=ON)"; exit 1; }
     printf '%s\n%s\n' "$LLAMA_SRC" "$LLAMA_BUILD"
@@ -57,25 +80,40 @@ if command -v ccache >/dev/null; then
     cmake_flags+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 
-key=$(printf '%s\n' "$PIN_NPM" "$PIN_COMMIT" "${cmake_flags[@]}" "${TOOLS[@]}" | grep -v LAUNCHER | sha1sum | cut -c1-10)
 cache_root="${GGML_XDNA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ggml-xdna}"
-dir="$cache_root/llama.cpp-$PIN_COMMIT-$key"
-src="$dir/src"
-build="$dir/build"
-stamp="$dir/complete"
+mkdir -p "$cache_root"
+# paths relative to the cache root: files that two releases share hit ccache across them
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$cache_root}"
 
-is_complete() {
-    [[ -f "$stamp" ]] || return 1
+if [[ -n "${LLAMA_SRC:-}" ]]; then
+    # your own checkout, built into the cache: keyed by its path and its git HEAD (a changed HEAD is rebuilt)
+    [[ -f "$LLAMA_SRC/ggml/src/ggml-backend-impl.h" ]] || { log "LLAMA_SRC=$LLAMA_SRC is not a llama.cpp source tree"; exit 1; }
+    LLAMA_SRC=$(cd "$LLAMA_SRC" && pwd)
+    head=$(git -C "$LLAMA_SRC" rev-parse --short=7 HEAD 2>/dev/null || echo nogit)
+    key=$(printf '%s\n' "$LLAMA_SRC" "$head" "${cmake_flags[@]}" | grep -v LAUNCHER | sha1sum | cut -c1-10)
+    dir="$cache_root/llama.cpp-own-$head-$key"
+    label="your llama.cpp at $LLAMA_SRC (HEAD $head)"
+    src="$LLAMA_SRC"
+else
+    want_commit="${KNOWN_COMMITS[$release]:-}"
+    key=$(printf '%s\n' "node-llama-cpp@$release" "${cmake_flags[@]}" | grep -v LAUNCHER | sha1sum | cut -c1-10)
+    dir="$cache_root/llama.cpp-$release-$key"
+    label="llama.cpp of node-llama-cpp@$release"
+    src="$dir/src"
+fi
+build="$dir/build"
+
+has_targets() {
     [[ -f "$build/bin/libggml-base.so" && -f "$build/bin/libggml.so" ]] || return 1
     ls "$build"/bin/libggml-cpu*.so >/dev/null 2>&1 || return 1
     local t
-    for t in "${TOOLS[@]}"; do [[ -x "$build/bin/$t" ]] || return 1; done
+    for t in "${tools[@]}"; do [[ -x "$build/bin/$t" ]] || return 1; done
     [[ -f "$src/ggml/src/ggml-backend-impl.h" ]] || return 1
 }
+is_complete() { [[ -f "$dir/configured" ]] && has_targets; }
 
-# one build at a time: a second caller waits, then finds the cache complete
-mkdir -p "$cache_root"
-exec 9>"$cache_root/.lock-$PIN_COMMIT-$key"
+# one build per directory at a time: a second caller waits, then finds the cache complete
+exec 9>"$dir.lock"
 flock 9
 
 if is_complete; then
@@ -84,29 +122,40 @@ if is_complete; then
     exit 0
 fi
 
-log "building the pinned llama.cpp ($PIN_NPM, commit $PIN_COMMIT) into $dir"
-rm -rf "$dir"
-mkdir -p "$dir"
 start=$(date +%s)
+if [[ ! -f "$dir/configured" ]]; then
+    log "building $label into $dir"
+    if [[ -z "${LLAMA_SRC:-}" ]]; then
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        # 1. the source: the git bundle inside the npm package.
+        tmp=$(mktemp -d)
+        trap 'rm -rf "$tmp"' EXIT
+        command -v npm >/dev/null || { log "npm is needed to fetch llama.cpp (apt-get install npm)"; exit 1; }
+        (cd "$tmp" && npm pack --silent "node-llama-cpp@$release" >/dev/null) \
+            || { log "npm cannot fetch node-llama-cpp@$release"; exit 1; }
+        tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json \
+            || { log "node-llama-cpp@$release has no llama.cpp git bundle"; exit 1; }
+        git clone --quiet "$tmp/package/llama/gitRelease.bundle" "$src" 2>/dev/null
+        got=$(git -C "$src" rev-parse --short=7 HEAD)
+        if [[ -n "$want_commit" && "$got" != "$want_commit" ]]; then
+            log "the bundle of node-llama-cpp@$release holds commit $got, expected $want_commit"; exit 1
+        fi
+        [[ -n "$want_commit" ]] || log "node-llama-cpp@$release is not one this script knows: building its commit $got unchecked"
+        cp "$tmp/package/llama/llama.cpp.info.json" "$dir/"
+    else
+        mkdir -p "$dir"
+    fi
+    # 2. the configuration.
+    cmake -S "$src" -B "$build" "${cmake_flags[@]}" >"$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log" >&2; exit 1; }
+    touch "$dir/configured"
+else
+    log "completing $label in $dir (${tools[*]})"
+fi
 
-# 1. the source: the git bundle inside the npm package.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-command -v npm >/dev/null || { log "npm is needed to fetch the pinned llama.cpp (apt-get install npm)"; exit 1; }
-(cd "$tmp" && npm pack --silent "$PIN_NPM" >/dev/null)
-tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json
-git clone --quiet "$tmp/package/llama/gitRelease.bundle" "$src" 2>/dev/null
-got=$(git -C "$src" rev-parse --short=7 HEAD)
-[[ "$got" == "$PIN_COMMIT" ]] || { log "the bundle holds commit $got, expected $PIN_COMMIT"; exit 1; }
-cp "$tmp/package/llama/llama.cpp.info.json" "$dir/"
-
-# 2. the build.
-cmake -S "$src" -B "$build" "${cmake_flags[@]}" >"$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log" >&2; exit 1; }
-# the CPU backend module is named per variant in DL builds; build every target the tools load.
-cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml ggml-base ggml-cpu ggml-rpc "${TOOLS[@]}" >"$dir/build.log" 2>&1 \
+# 3. the build: the CPU backend module is named per variant in DL builds; build every target the tools load.
+cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${libs[@]}" "${tools[@]}" >>"$dir/build.log" 2>&1 \
     || { tail -40 "$dir/build.log" >&2; exit 1; }
-
-is_complete_but_stamp() { touch "$stamp"; is_complete; }
-is_complete_but_stamp || { log "build finished but tools are missing in $build/bin"; rm -f "$stamp"; exit 1; }
+has_targets || { log "build finished but tools are missing in $build/bin"; exit 1; }
 log "built in $(( $(date +%s) - start )) s"
 printf '%s\n%s\n' "$src" "$build"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Builds everything a fresh machine needs: Debian packages, the pinned llama.cpp (cached outside the repository),
-# then the plugin, its tools and tests into build/ (or $GGML_XDNA_BUILD_DIR). Prints the build directory last.
+# Builds everything a fresh machine needs: Debian packages, a llama.cpp release (cached outside the repository; the
+# default is the newest supported, scripts/build-llama.sh), then the plugin, its tools and tests into build/ (or
+# $GGML_XDNA_BUILD_DIR). Prints the build directory last.
 #
-# To build against your own llama.cpp of the pinned version: LLAMA_SRC=... LLAMA_BUILD=... scripts/build.sh
+# Another release of the supported range: LLAMA_RELEASE=3.20.0 GGML_XDNA_BUILD_DIR=build-3.20.0 scripts/build.sh
+# Your own llama.cpp checkout: LLAMA_SRC=... scripts/build.sh (built into the cache), or LLAMA_SRC=... LLAMA_BUILD=...
+# (your own build of it, used as it is)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GGML_XDNA_BUILD_DIR:-$root/build}

@@ -2,6 +2,8 @@
 
 #include "ggml.h"
 
+#include <cstring>
+
 namespace xdna {
 
 namespace {
@@ -16,7 +18,30 @@ bool is_layout_op(ggml_op op) {
            op == GGML_OP_TRANSPOSE;
 }
 
+bool known_prec(int32_t p) {
+    return p == prec_default || p == prec_f32 || p == prec_bf16 || p == prec_f16 || p == prec_q8 || p == prec_q4;
+}
+
+int32_t op_param(const ggml_tensor * op, int i) {
+    int32_t v;
+    memcpy(&v, (const char *) op->op_params + i * sizeof(int32_t), sizeof(v));
+    return v;
+}
+
 }  // namespace
+
+int32_t claim_acc_request(const ggml_tensor * op) {
+    return op_param(op, 0);
+}
+
+int32_t claim_src1_request(const ggml_tensor * op) {
+    return op_param(op, 3);
+}
+
+bool claim_src1_allows(const ggml_tensor * op, int32_t to) {
+    const int32_t req = claim_src1_request(op);
+    return req == prec_default || to == prec_default || to <= req;
+}
 
 bool claim_weight_buft(ggml_backend_buffer_type_t buft, const claim_context & ctx) {
     return ggml_backend_buft_is_host(buft) || (ctx.repack_buft && buft == ctx.repack_buft);
@@ -57,6 +82,13 @@ bool claim(const ggml_tensor * op, const claim_context & ctx, const char ** why)
         return fail(why, "unsupported MUL_MAT_ID layout");
     }
     if (x->ne[0] != w->ne[0]) return fail(why, "shape mismatch");
+
+    // precision requests: any accumulator request is met (f32 or better everywhere); an accumulator "request" of Q8 or
+    // Q4, or a value this build does not know, is left to the CPU backend
+    const int32_t acc = claim_acc_request(op);
+    if (!known_prec(acc) || acc == prec_q8 || acc == prec_q4) return fail(why, "accumulator precision request not allowed or unknown");
+    if (!known_prec(claim_src1_request(op))) return fail(why, "unknown src1 precision request");
+    if (!claim_src1_allows(op, ctx.npu_src1_prec)) return fail(why, "src1 precision request the NPU worker cannot honour");
 
     // prompt processing only (unless the experimental NPU decode asks for small batches)
     if (claim_tokens(op) < ctx.min_batch && !ctx.small_batches) return fail(why, "fewer tokens than GGML_XDNA_MIN_BATCH");

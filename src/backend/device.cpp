@@ -69,6 +69,7 @@ claim_context device_state::claim_ctx() {
     c.small_batches = cfg.npu_decode > 0.0;
     c.repack_buft   = repack_buft();
     c.cpu_dev       = cpu_device();
+    c.npu_src1_prec = npu ? (cfg.npu_w8 ? prec_q8 : prec_bf16) : prec_default;   // the activations it feeds the NPU
     return c;
 }
 

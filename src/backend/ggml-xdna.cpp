@@ -2,11 +2,13 @@
 // interface, device interface, reg interface, DL entry points. The work itself is in compute.cpp and the workers.
 #include "backend/compute.h"
 #include "backend/device.h"
+#include "backend/ggml_check.h"
 #include "util/log.h"
 
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "xdna_ggml_compat.h"
 
 #include <cstdio>
 #include <cstring>
@@ -86,24 +88,16 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
     return GGML_STATUS_SUCCESS;
 }
 
-static struct ggml_backend_i ggml_backend_xdna_i = {
-    /* .get_name            = */ ggml_backend_xdna_get_name,
-    /* .free                = */ ggml_backend_xdna_free,
-    /* .set_tensor_async    = */ NULL,
-    /* .get_tensor_async    = */ NULL,
-    /* .set_tensor_2d_async = */ NULL,
-    /* .get_tensor_2d_async = */ NULL,
-    /* .cpy_tensor_async    = */ NULL,
-    /* .synchronize         = */ NULL,
-    /* .graph_plan_create   = */ NULL,
-    /* .graph_plan_free     = */ NULL,
-    /* .graph_plan_update   = */ NULL,
-    /* .graph_plan_compute  = */ NULL,
-    /* .graph_compute       = */ ggml_backend_xdna_graph_compute,
-    /* .event_record        = */ NULL,
-    /* .event_wait          = */ NULL,
-    /* .graph_optimize      = */ NULL,
-};
+// The interface tables are filled by member name (every other slot null), not by position: the structs grew members in
+// the middle between the supported ggml versions (cmake/ggml.cmake).
+static ggml_backend_i make_backend_i() {
+    ggml_backend_i i{};
+    i.get_name      = ggml_backend_xdna_get_name;
+    i.free          = ggml_backend_xdna_free;
+    i.graph_compute = ggml_backend_xdna_graph_compute;
+    return i;
+}
+static const ggml_backend_i ggml_backend_xdna_i = make_backend_i();
 
 static ggml_guid_t ggml_backend_xdna_guid() {
     static ggml_guid guid = { 0x58, 0x44, 0x4e, 0x41, 0x31, 0x2d, 0x67, 0x67, 0x6d, 0x6c, 0x2d, 0x78, 0x64, 0x6e, 0x61, 0x01 };
@@ -148,13 +142,14 @@ static void ggml_backend_xdna_device_get_props(ggml_backend_dev_t dev, struct gg
     props->description = ggml_backend_xdna_device_get_description(dev);
     props->type        = ggml_backend_xdna_device_get_type(dev);
     ggml_backend_xdna_device_get_memory(dev, &props->memory_free, &props->memory_total);
-    props->caps = {
-        /* .async                = */ false,
-        /* .host_buffer          = */ false,
-        /* .buffer_from_host_ptr = */ true,
-        /* .events               = */ false,
-        /* .mmap_support         = */ true,
-    };
+    props->caps = {};
+    props->caps.async                = false;
+    props->caps.host_buffer          = false;
+    props->caps.buffer_from_host_ptr = true;
+    props->caps.events               = false;
+#if XDNA_HAS_DEV_CAPS_MMAP
+    props->caps.mmap_support         = true;
+#endif
 }
 
 static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t dev, const char *) {
@@ -168,7 +163,12 @@ static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t d
     ctx->cpu     = std::make_unique<cpu_worker>(cpu_dev, st.repack_buft());
     ctx->engine  = std::make_unique<compute_engine>(st.planner, st.decode_planner, st.cfg.min_batch, *ctx->cpu,
                                                     st.device_workers);
-    return new ggml_backend{ ggml_backend_xdna_guid(), ggml_backend_xdna_i, dev, ctx };
+    auto * backend    = new ggml_backend{};
+    backend->guid     = ggml_backend_xdna_guid();
+    backend->iface    = ggml_backend_xdna_i;
+    backend->device   = dev;
+    backend->context  = ctx;
+    return backend;
 }
 
 static ggml_backend_buffer_type_t ggml_backend_xdna_device_get_buffer_type(ggml_backend_dev_t) {
@@ -192,23 +192,20 @@ static bool ggml_backend_xdna_device_supports_buft(ggml_backend_dev_t, ggml_back
     return claim_weight_buft(buft, xdna_state().claim_ctx());
 }
 
-static const struct ggml_backend_device_i ggml_backend_xdna_device_i = {
-    /* .get_name             = */ ggml_backend_xdna_device_get_name,
-    /* .get_description      = */ ggml_backend_xdna_device_get_description,
-    /* .get_memory           = */ ggml_backend_xdna_device_get_memory,
-    /* .get_type             = */ ggml_backend_xdna_device_get_type,
-    /* .get_props            = */ ggml_backend_xdna_device_get_props,
-    /* .init_backend         = */ ggml_backend_xdna_device_init_backend,
-    /* .get_buffer_type      = */ ggml_backend_xdna_device_get_buffer_type,
-    /* .get_host_buffer_type = */ NULL,
-    /* .buffer_from_host_ptr = */ ggml_backend_xdna_device_buffer_from_host_ptr,
-    /* .supports_op          = */ ggml_backend_xdna_device_supports_op,
-    /* .supports_buft        = */ ggml_backend_xdna_device_supports_buft,
-    /* .offload_op           = */ NULL,
-    /* .event_new            = */ NULL,
-    /* .event_free           = */ NULL,
-    /* .event_synchronize    = */ NULL,
-};
+static ggml_backend_device_i make_device_i() {
+    ggml_backend_device_i i{};
+    i.get_name             = ggml_backend_xdna_device_get_name;
+    i.get_description      = ggml_backend_xdna_device_get_description;
+    i.get_memory           = ggml_backend_xdna_device_get_memory;
+    i.get_type             = ggml_backend_xdna_device_get_type;
+    i.get_props            = ggml_backend_xdna_device_get_props;
+    i.init_backend         = ggml_backend_xdna_device_init_backend;
+    i.get_buffer_type      = ggml_backend_xdna_device_get_buffer_type;
+    i.buffer_from_host_ptr = ggml_backend_xdna_device_buffer_from_host_ptr;
+    i.supports_op          = ggml_backend_xdna_device_supports_op;
+    i.supports_buft        = ggml_backend_xdna_device_supports_buft;
+    return i;
+}
 
 //
 // reg
@@ -224,11 +221,13 @@ static size_t ggml_backend_xdna_reg_get_device_count(ggml_backend_reg_t) {
 
 static ggml_backend_dev_t ggml_backend_xdna_reg_get_device(ggml_backend_reg_t reg, size_t index) {
     GGML_ASSERT(index == 0);
-    static ggml_backend_device device = {
-        /* .iface   = */ ggml_backend_xdna_device_i,
-        /* .reg     = */ reg,
-        /* .context = */ nullptr,
-    };
+    static ggml_backend_device device = [reg] {
+        ggml_backend_device d{};
+        d.iface   = make_device_i();
+        d.reg     = reg;
+        d.context = nullptr;
+        return d;
+    }();
     return &device;
 }
 
@@ -238,38 +237,42 @@ static void * ggml_backend_xdna_get_proc_address(ggml_backend_reg_t, const char 
     return nullptr;
 }
 
-static const struct ggml_backend_reg_i ggml_backend_xdna_reg_i = {
-    /* .get_name         = */ ggml_backend_xdna_reg_get_name,
-    /* .get_device_count = */ ggml_backend_xdna_reg_get_device_count,
-    /* .get_device       = */ ggml_backend_xdna_reg_get_device,
-    /* .get_proc_address = */ ggml_backend_xdna_get_proc_address,
-};
+static ggml_backend_reg_i make_reg_i() {
+    ggml_backend_reg_i i{};
+    i.get_name         = ggml_backend_xdna_reg_get_name;
+    i.get_device_count = ggml_backend_xdna_reg_get_device_count;
+    i.get_device       = ggml_backend_xdna_reg_get_device;
+    i.get_proc_address = ggml_backend_xdna_get_proc_address;
+    return i;
+}
 
 static ggml_backend_reg_t ggml_backend_xdna_reg() {
-    static struct ggml_backend_reg reg = {
-        /* .api_version = */ GGML_BACKEND_API_VERSION,
-        /* .iface       = */ ggml_backend_xdna_reg_i,
-        /* .context     = */ nullptr,
-    };
+    static ggml_backend_reg reg = [] {
+        ggml_backend_reg r{};
+        r.api_version = GGML_BACKEND_API_VERSION;
+        r.iface       = make_reg_i();
+        r.context     = nullptr;
+        return r;
+    }();
     static bool announced = false;
     if (!announced) {
         announced = true;
-        XDNA_LOG_INFO("loaded (ggml %s, commit %s): %s", XDNA_GGML_VERSION, XDNA_GGML_COMMIT,
-                      xdna_state().description().c_str());
+        XDNA_LOG_INFO("loaded (ggml %s): %s", XDNA_GGML_VERSION, xdna_state().description().c_str());
     }
     return &reg;
 }
 
 // The loader's gate: 0 refuses the plugin. The backend interface has no stable ABI, so the plugin only loads into the
-// exact ggml it was built against; GGML_XDNA_DISABLE=1 hides it entirely.
+// ggml it was built against (ggml_check.h says what is compared); GGML_XDNA_DISABLE=1 hides it entirely.
 static int ggml_backend_xdna_score() {
     if (get_config().disable) {
         XDNA_LOG_INFO("disabled by GGML_XDNA_DISABLE");
         return 0;
     }
-    if (strcmp(ggml_version(), XDNA_GGML_VERSION) != 0 || strcmp(ggml_commit(), XDNA_GGML_COMMIT) != 0) {
-        XDNA_LOG_ERROR("built for ggml %s (commit %s) but loaded into ggml %s (commit %s); not loading: rebuild the plugin "
-                       "against this llama.cpp", XDNA_GGML_VERSION, XDNA_GGML_COMMIT, ggml_version(), ggml_commit());
+    const ggml_facts built = ggml_built_facts();
+    const std::string why = ggml_mismatch(built, ggml_loaded_facts(built));
+    if (!why.empty()) {
+        XDNA_LOG_ERROR("%s", why.c_str());
         return 0;
     }
     return 1;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 using namespace xdna;
 
 namespace {
@@ -14,7 +16,7 @@ struct claim_test : ::testing::Test {
     claim_context cc;
 
     void SetUp() override {
-        ggml_init_params p = { 64 * ggml_tensor_overhead(), nullptr, true };
+        ggml_init_params p = { 256 * ggml_tensor_overhead(), nullptr, true };
         ctx = ggml_init(p);
         cc.min_batch = 32;
     }
@@ -102,4 +104,74 @@ TEST_F(claim_test, never_other_ops) {
 
 TEST_F(claim_test, weights_must_be_in_host_memory_or_cpu_repack) {
     EXPECT_TRUE(claim_weight_buft(ggml_backend_cpu_buffer_type(), cc));
+}
+
+// Precision requests (claim.h): raw op_params, as ggml_mul_mat_set_prec / ggml_prec_set_acc (slot 0) and
+// ggml_prec_set_src(.., 1) (slot 3) write them.
+namespace {
+void set_request(ggml_tensor * t, int slot, int32_t v) {
+    memcpy((char *) t->op_params + slot * sizeof(int32_t), &v, sizeof(v));
+}
+}  // namespace
+
+TEST_F(claim_test, every_accumulator_request_a_worker_can_meet_is_claimed) {
+    for (int32_t acc : { prec_default, prec_f32, prec_bf16, prec_f16 }) {
+        for (int32_t npu : { prec_default, prec_bf16, prec_q8 }) {
+            cc.npu_src1_prec = npu;
+            ggml_tensor * t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
+            set_request(t, 0, acc);
+            const char * why = nullptr;
+            EXPECT_TRUE(claim(t, cc, &why)) << "accumulator request " << acc << ", NPU feeds " << npu << ": " << why;
+        }
+    }
+}
+
+TEST_F(claim_test, accumulator_requests_below_any_float_or_unknown_are_declined) {
+    for (int32_t acc : { int32_t(prec_q8), int32_t(prec_q4), 1, 11, 99, -1 }) {
+        ggml_tensor * t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
+        set_request(t, 0, acc);
+        const char * why = nullptr;
+        EXPECT_FALSE(claim(t, cc, &why)) << acc;
+        EXPECT_STREQ(why, "accumulator precision request not allowed or unknown");
+    }
+}
+
+TEST_F(claim_test, src1_requests_against_what_the_npu_converts_to) {
+    // (request, what the NPU worker feeds: 0 = no NPU worker, bf16, or int8 with GGML_XDNA_NPU_W8) -> claimed
+    struct row { int32_t req, npu; bool claimed; };
+    const row rows[] = {
+        { prec_default, prec_bf16, true }, { prec_default, prec_q8, true },
+        { prec_f32, prec_default, true },  { prec_f32, prec_bf16, false }, { prec_f32, prec_q8, false },
+        { prec_bf16, prec_bf16, true },    { prec_bf16, prec_q8, false },
+        { prec_f16, prec_bf16, true },     { prec_f16, prec_q8, false },   // ggml ranks BF16 above F16
+        { prec_q8, prec_bf16, true },      { prec_q8, prec_q8, true },
+        { prec_q4, prec_bf16, true },      { prec_q4, prec_q8, true },
+    };
+    for (const row & r : rows) {
+        for (bool id : { false, true }) {
+            cc.npu_src1_prec = r.npu;
+            ggml_tensor * t;
+            if (id) {
+                ggml_tensor * w   = ggml_new_tensor_3d(ctx, GGML_TYPE_Q4_0, 256, 64, 4);
+                ggml_tensor * x   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 256, 2, 40);
+                ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 2, 40);
+                t = ggml_mul_mat_id(ctx, w, x, ids);
+            } else {
+                t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
+            }
+            set_request(t, 3, r.req);
+            const char * why = nullptr;
+            EXPECT_EQ(claim(t, cc, &why), r.claimed) << (id ? "MUL_MAT_ID" : "MUL_MAT") << " src1 request " << r.req
+                                                     << ", NPU feeds " << r.npu;
+            if (!r.claimed) {
+                EXPECT_STREQ(why, "src1 precision request the NPU worker cannot honour");
+            }
+        }
+    }
+    cc.npu_src1_prec = prec_bf16;
+    ggml_tensor * t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
+    set_request(t, 3, 12);
+    const char * why = nullptr;
+    EXPECT_FALSE(claim(t, cc, &why));
+    EXPECT_STREQ(why, "unknown src1 precision request");
 }

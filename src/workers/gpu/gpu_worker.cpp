@@ -224,6 +224,7 @@ work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
     ggml_tensor * x  = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, src1->ne);
     ggml_tensor * xi = is_id ? ggml_new_tensor(ctx, GGML_TYPE_I32, GGML_MAX_DIMS, ids->ne) : nullptr;
     ggml_tensor * out = is_id ? ggml_mul_mat_id(ctx, wv, x, xi) : ggml_mul_mat(ctx, wv, x);
+    memcpy(out->op_params, node->op_params, sizeof(out->op_params));   // the precision requests go to the device (claim.h)
     GGML_ASSERT(out->ne[0] == rows.size() && out->ne[1] == node->ne[1] && out->ne[2] == node->ne[2]);
 
     // where the device maps host memory, the activations are read and the result rows written in place: the
