@@ -15,4 +15,8 @@ for a in "$@"; do
 done
 XDNA_BENCH_BUILD=$("$root/scripts/build.sh" | tail -1)
 export XDNA_BENCH_BUILD
+# a plugin built without XRT has no NPU to drive: its benchmarks ask for the software XDNA1 (GGML_XDNA_NPU=emulator)
+if ! ldd "$XDNA_BENCH_BUILD/bin/libggml-xdna.so" 2>/dev/null | grep -q libxrt_coreutil; then
+    export GGML_XDNA_NPU=${GGML_XDNA_NPU:-emulator}
+fi
 exec python3 "$root/tools/bench/bench.py" "$@"

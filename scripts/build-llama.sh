@@ -12,11 +12,15 @@
 #   GGML_XDNA_CACHE       cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/ggml-xdna)
 #   LLAMA_SRC, LLAMA_BUILD  use your own llama.cpp source and build directories of the same version instead
 #   JOBS                  parallel build jobs (default: nproc)
+#   LLAMA_TOOLS           build (and require) only these of the tools below, e.g. "llama-quantize llama-bench" for
+#                         scripts/run.sh; the rest are built into the same cache when a later caller asks for them
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
 
 PIN_NPM="node-llama-cpp@3.21.1"
 PIN_COMMIT="80fb11a"
 TOOLS=(llama-cli llama-completion llama-server llama-bench llama-perplexity llama-quantize test-backend-ops ggml-rpc-server)
+read -r -a want <<<"${LLAMA_TOOLS:-${TOOLS[*]}}"
 
 log() { echo "[build-llama] $*" >&2; }
 
@@ -69,14 +73,14 @@ is_complete() {
     [[ -f "$build/bin/libggml-base.so" && -f "$build/bin/libggml.so" ]] || return 1
     ls "$build"/bin/libggml-cpu*.so >/dev/null 2>&1 || return 1
     local t
-    for t in "${TOOLS[@]}"; do [[ -x "$build/bin/$t" ]] || return 1; done
+    for t in "${want[@]}"; do [[ -x "$build/bin/$t" ]] || return 1; done
     [[ -f "$src/ggml/src/ggml-backend-impl.h" ]] || return 1
 }
 
 # one build at a time: a second caller waits, then finds the cache complete
 mkdir -p "$cache_root"
 exec 9>"$cache_root/.lock-$PIN_COMMIT-$key"
-flock 9
+flock -n 9 || { log "waiting for another build of the same llama.cpp to finish"; flock 9; }
 
 if is_complete; then
     log "reusing $build"
@@ -84,27 +88,35 @@ if is_complete; then
     exit 0
 fi
 
-log "building the pinned llama.cpp ($PIN_NPM, commit $PIN_COMMIT) into $dir"
-rm -rf "$dir"
-mkdir -p "$dir"
 start=$(date +%s)
+if [[ -f "$stamp" && -f "$build/CMakeCache.txt" && -f "$src/ggml/src/ggml-backend-impl.h" ]]; then
+    # an earlier caller built some of the tools: the rest go into the same build
+    log "building the missing tools (${want[*]}) of the pinned llama.cpp in $build"
+else
+    log "building the pinned llama.cpp ($PIN_NPM, commit $PIN_COMMIT) into $dir"
+    rm -rf "$dir"
+    mkdir -p "$dir"
 
-# 1. the source: the git bundle inside the npm package.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-command -v npm >/dev/null || { log "npm is needed to fetch the pinned llama.cpp (apt-get install npm)"; exit 1; }
-(cd "$tmp" && npm pack --silent "$PIN_NPM" >/dev/null)
-tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json
-git clone --quiet "$tmp/package/llama/gitRelease.bundle" "$src" 2>/dev/null
-got=$(git -C "$src" rev-parse --short=7 HEAD)
-[[ "$got" == "$PIN_COMMIT" ]] || { log "the bundle holds commit $got, expected $PIN_COMMIT"; exit 1; }
-cp "$tmp/package/llama/llama.cpp.info.json" "$dir/"
+    # 1. the source: the git bundle inside the npm package.
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    command -v npm >/dev/null || { log "npm is needed to fetch the pinned llama.cpp (apt-get install npm)"; exit 1; }
+    (cd "$tmp" && npm pack --silent "$PIN_NPM" >/dev/null)
+    tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json
+    git clone --quiet "$tmp/package/llama/gitRelease.bundle" "$src" 2>/dev/null
+    got=$(git -C "$src" rev-parse --short=7 HEAD)
+    [[ "$got" == "$PIN_COMMIT" ]] || { log "the bundle holds commit $got, expected $PIN_COMMIT"; exit 1; }
+    cp "$tmp/package/llama/llama.cpp.info.json" "$dir/"
 
-# 2. the build.
-cmake -S "$src" -B "$build" "${cmake_flags[@]}" >"$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log" >&2; exit 1; }
-# the CPU backend module is named per variant in DL builds; build every target the tools load.
-cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml ggml-base ggml-cpu ggml-rpc "${TOOLS[@]}" >"$dir/build.log" 2>&1 \
-    || { tail -40 "$dir/build.log" >&2; exit 1; }
+    # 2. the build's configuration.
+    progress "llama.cpp: configure" "$dir/configure.log" cmake -S "$src" -B "$build" "${cmake_flags[@]}"
+fi
+
+# 3. the build: the CPU backend module is named per variant in DL builds; every target the tools load (the RPC
+#    backend only for the tools that need it).
+targets=(ggml ggml-base ggml-cpu "${want[@]}")
+[[ " ${want[*]} " == *" ggml-rpc-server "* ]] && targets+=(ggml-rpc)
+progress "llama.cpp: build (${#want[@]} tools)" "$dir/build.log" cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
 
 is_complete_but_stamp() { touch "$stamp"; is_complete; }
 is_complete_but_stamp || { log "build finished but tools are missing in $build/bin"; rm -f "$stamp"; exit 1; }

@@ -156,6 +156,8 @@ else
     fi
 fi
 text "- plugin: built against $( ((emulated)) && echo 'the software XDNA1 emulator' || echo 'XRT')"
+# a plugin built without XRT drives the software XDNA1 only when asked for
+(( emulated )) && export GGML_XDNA_NPU=${GGML_XDNA_NPU:-emulator}
 text "- llama.cpp: $("$llama_bin/llama-cli" --version 2>&1 | grep -m1 -i 'version' || echo unknown)"
 GGML_BACKEND_PATH="$plugin" "$llama_bin/llama-server" --list-devices >"$work/devices.log" 2>&1
 text "- devices llama.cpp sees with the plugin:"

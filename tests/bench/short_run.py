@@ -36,6 +36,7 @@ def main():
         else:
             cmd += ["-p", "64", "-r", "2"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("GGML_XDNA_")}
+        env["GGML_XDNA_NPU"] = "emulator"   # the software XDNA1, asked for (the default would be no device here)
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         print(proc.stderr)
         print(proc.stdout)

@@ -17,7 +17,7 @@ passed=0 failed=0
 perplexity() {   # perplexity <env...>: prints the log
     local out i
     for i in 1 2 3 4 5 6 7 8 9 10; do
-        out=$(env GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
+        out=$(env GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
         grep -q 'Final estimate' <<<"$out" && break
     done
     printf '%s\n' "$out"
