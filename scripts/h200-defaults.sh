@@ -70,7 +70,7 @@ for pass in $(seq 1 "$passes"); do
         read -r s_pp s_tg < <(bench "stock-ngl$ngl-p$pass" "$ngl" -u GGML_BACKEND_PATH)
         read -r p_pp p_tg < <(bench "plugin-ngl$ngl-p$pass" "$ngl" GGML_BACKEND_PATH="$pb/bin/libggml-xdna.so")
         awk -v p="$pass" -v n="$ngl" -v a="$s_pp" -v b="$p_pp" -v c="$s_tg" -v d="$p_tg" 'BEGIN {
-            printf "| %s | %s | %s | %s | %.3f | %s | %s | %.3f |\n", p, n, a, b, a > 0 ? b / a : 0, c, d, c > 0 ? d / c : 0 }' \
+            printf "| %s | %s | %s | %s | %.3f | %s | %s | %.3f |\n", p, n, a, b, (a > 0 ? b / a : 0), c, d, (c > 0 ? d / c : 0) }' \
             >>"$out/results.md"
     done
 done
