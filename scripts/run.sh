@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: what the plugin does, on one screen.
 #
-#   1. correctness: the tokens a model generates greedily through the plugin with the NPU computing half of every
-#      prompt multiply's rows, against the stock CPU's, token by token (xdna-greedy: the plugin's run follows the stock
+#   1. correctness: the tokens a model generates greedily through the plugin with the NPU computing a fixed share of
+#      every prompt multiply's rows (a quarter: the emulator is slower than the CPU), against the stock CPU's, token by token (xdna-greedy: the plugin's run follows the stock
 #      run's tokens, so each step sees the same context), with the KL divergence of each step's distribution;
 #   2. speed: llama-bench, the stock CPU against CPU + NPU with the plugin's defaults (auto split).
 #
@@ -17,12 +17,12 @@
 #
 # Environment: MODEL (default qwen3-0.6b; see xdna-gen-model --list), TYPE (default Q4_0), LAYERS (default: all),
 # THREADS (default: all cores), N_PREDICT (generated tokens, default 32), REPS (llama-bench repetitions, default 1),
-# SHARE (the NPU's share in the correctness run, default 0.5), and GGML_XDNA_* / XDNA_EMU_* variables.
+# SHARE (the NPU's share in the correctness run, default 0.25), and GGML_XDNA_* / XDNA_EMU_* variables.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/scripts/progress.sh"
 model_name=${MODEL:-qwen3-0.6b} type=${TYPE:-Q4_0} threads=${THREADS:-$(nproc)} n_predict=${N_PREDICT:-32}
-reps=${REPS:-1} share=${SHARE:-0.5}
+reps=${REPS:-1} share=${SHARE:-0.25}
 t0=$SECONDS
 
 echo "== set-up: what the main job needs, built once (logs: build/logs, and the llama.cpp cache's)"
@@ -40,7 +40,8 @@ model=$(grep -E '\.gguf$' "$logs/gen-model.log" | tail -1)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-head -c 2200 "$root/data/accuracy-text.txt" >"$work/prompt.txt"
+# about 150 tokens: long enough that every prompt multiply is claimed, short enough for the emulator's arithmetic
+head -c 700 "$root/data/accuracy-text.txt" >"$work/prompt.txt"
 # the configurations: stock llama.cpp (the plugin not loaded), and the plugin with an NPU
 stock=(env -u GGML_BACKEND_PATH GGML_XDNA_DISABLE=1)
 if ldd "$plugin" | grep -q libxrt_coreutil; then
@@ -69,7 +70,7 @@ rows_of() {   # rows_of REPORT: "the NPU computed P% of the rows" from the plugi
             if (n + g + c > best) { best = n + g + c; bn = n; bg = g }
          }
          END { if (best > 0) printf "the NPU computed %.0f%% of the claimed rows%s", 100 * bn / best,
-                                    bg > 0 ? sprintf(", the GPU %.0f%%", 100 * bg / best) : ""
+                                    (bg > 0 ? sprintf(", the GPU %.0f%%", 100 * bg / best) : "")
                else printf "the plugin computed nothing" }' "$1" 2>/dev/null
 }
 field() { sed -n "s/^$1: //p" "$2" | head -1; }
@@ -82,7 +83,8 @@ greedy=("$build/bin/xdna-greedy" --model "$model" --prompt-file "$work/prompt.tx
 "${exact[@]}" GGML_XDNA_NPU_SHARE="$share" GGML_XDNA_REPORT="$work/exact.report" \
     "${greedy[@]}" --follow "$work/stock.ref" >"$work/exact.txt" 2>"$logs/greedy-npu.log" ||
     { tail -20 "$logs/greedy-npu.log"; echo "the run through the plugin failed (log: $logs/greedy-npu.log)"; exit 1; }
-echo "   prompt: $(field prompt_tokens "$work/stock.txt") tokens; stock CPU generated: $(field text "$work/stock.txt" | cut -c1-70)..."
+echo "   prompt: $(field prompt_tokens "$work/stock.txt") tokens; the stock CPU generated (random weights: no sense expected):"
+echo "   $(field text "$work/stock.txt" | cut -c1-100)..."
 how=$([[ $npu_kind == xrt ]] && echo "the NPU" || echo "the emulated NPU, exact mode")
 same=$(field identical "$work/exact.txt") n=$(field generated "$work/exact.txt")
 if [[ "$same" == "$n" ]]; then
@@ -91,7 +93,10 @@ else
     echo "   CPU + NPU ($how, NPU share $share): $same of $n generated tokens identical to the stock CPU's;"
     echo "   first difference at $(field first_difference "$work/exact.txt")"
 fi
-echo "   KL divergence from the stock CPU's next-token distribution: mean $(field kl_mean "$work/exact.txt"), max $(field kl_max "$work/exact.txt") per step; $(rows_of "$work/exact.report")"
+echo "   KL divergence from the stock CPU's next-token distribution: mean $(field kl_mean "$work/exact.txt"), max $(field kl_max "$work/exact.txt") per step"
+echo "   ($(rows_of "$work/exact.report"); the NPU computes in bf16, the CPU with 8-bit activations, so the"
+echo "   distributions differ a little, and a near-tie can pick another token: tests/e2e/npu-accuracy.sh bounds the NPU's"
+echo "   error against an F32 reference by the stock CPU's own)"
 
 echo
 echo "== 2. speed: llama-bench, prompt of 512 tokens and $n_predict generated, $threads threads, $reps repetition(s) after a warm-up"
@@ -112,7 +117,7 @@ EOF
 }
 read -r stock_pp stock_tg < <(bench stock "${stock[@]}")
 read -r npu_pp npu_tg < <(bench npu "${timed[@]}")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", b > 0 ? a / b : 0 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }'; }
 printf '   prompt processing:  stock CPU %7.1f tokens/s | %s %7.1f tokens/s%s | %s%s\n' \
     "$stock_pp" "$npu_label" "$npu_pp" "$mark" "$(ratio "$npu_pp" "$stock_pp")" "$mark"
 printf '   generation:         stock CPU %7.1f tokens/s | %s %7.1f tokens/s%s | %s%s (generation stays on the CPU)\n' \

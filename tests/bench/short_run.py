@@ -30,13 +30,13 @@ def main():
         cmd = [sys.executable, BENCH, "--gen", "llama-tiny:Q4_0", "--config", "cpu", "--config", "default",
                "--passes", "1", "-t", "2", "--out", out, "--llama-bin", llama_bin, "--llama-src", llama_src,
                "--plugin", os.path.join(build, "bin", "libggml-xdna.so"),
-               "--gen-model", os.path.join(build, "bin", "xdna-gen-model")]
+               "--gen-model", os.path.join(build, "bin", "xdna-gen-model"),
+               "--env", "GGML_XDNA_NPU=emulator"]   # the software XDNA1, asked for (by default: no device here)
         if mode == "llama-server":
             cmd += ["--server", "--prompt-tokens", "128", "--ctx-size", "256", "--requests", "2"]
         else:
             cmd += ["-p", "64", "-r", "2"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("GGML_XDNA_")}
-        env["GGML_XDNA_NPU"] = "emulator"   # the software XDNA1, asked for (the default would be no device here)
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         print(proc.stderr)
         print(proc.stdout)

@@ -194,7 +194,12 @@ int run(const options & o) {
                 identical++;
             } else if (first_diff < 0) {
                 first_diff = step;
-                diff_line = "step " + std::to_string(step + 1) + ": reference " + piece(vocab, next) + ", this run " + piece(vocab, own);
+                // both tokens' probabilities in both runs: a near-tie shows as such
+                char probs[160];
+                snprintf(probs, sizeof(probs), " (probabilities: reference %.3f / %.3f, this run %.3f / %.3f)",
+                         std::exp(lb[next]), std::exp(lb[own]), std::exp(lp[next]), std::exp(lp[own]));
+                diff_line = "step " + std::to_string(step + 1) + ": reference " + piece(vocab, next) + ", this run " +
+                            piece(vocab, own) + probs;
             }
         }
         batch = llama_batch_get_one(&next, 1);
