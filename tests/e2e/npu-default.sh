@@ -10,7 +10,7 @@
 set -euo pipefail
 bin=$1 plugin=$2 gen=$3 src=$4 text=$5
 model=$("$gen" --model llama-tiny --type Q4_0 --llama-src "$src" --llama-bin "$bin")
-args=(-m "$model" -f "$text" -c 128 --chunks 3 -b 128 -t 2)
+args=(-m "$model" -f "$text" -c 128 --chunks 3 -b 128 -t 2 -lv 4)   # -lv 4: the graph splits are logged
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
