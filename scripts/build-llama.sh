@@ -20,7 +20,10 @@
 #   LLAMA_SRC             your own llama.cpp checkout: built into the cache (keyed by its path and git HEAD)
 #   LLAMA_SRC, LLAMA_BUILD  your own source and build directories, used as they are (nothing is built)
 #   JOBS                  parallel build jobs (default: nproc)
+#   LLAMA_TOOLS           build (and require) only these of the tools below, e.g. "llama-quantize llama-bench" for
+#                         scripts/run.sh; the rest are built into the same cache when a later caller asks for them
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
 
 DEFAULT_RELEASE="3.22.1"
 # the releases whose bundle this script checks, by node-llama-cpp version: the short commit of the bundle's HEAD
@@ -41,6 +44,10 @@ while (( $# )); do
         *) log "unknown argument $1 (usage: build-llama.sh [--release X] [--smoke])"; exit 2 ;;
     esac
 done
+if [[ -n "${LLAMA_TOOLS:-}" ]]; then
+    read -r -a tools <<<"$LLAMA_TOOLS"
+    [[ " ${tools[*]} " == *" ggml-rpc-server "* ]] || libs=(ggml ggml-base ggml-cpu)
+fi
 [[ "$release" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { log "--release wants a node-llama-cpp version like $DEFAULT_RELEASE, not '$release'"; exit 2; }
 
 if [[ -n "${LLAMA_BUILD:-}" ]]; then
@@ -114,7 +121,7 @@ is_complete() { [[ -f "$dir/configured" ]] && has_targets; }
 
 # one build per directory at a time: a second caller waits, then finds the cache complete
 exec 9>"$dir.lock"
-flock 9
+flock -n 9 || { log "waiting for another build of the same llama.cpp to finish"; flock 9; }
 
 if is_complete; then
     log "reusing $build"
@@ -147,15 +154,15 @@ if [[ ! -f "$dir/configured" ]]; then
         mkdir -p "$dir"
     fi
     # 2. the configuration.
-    cmake -S "$src" -B "$build" "${cmake_flags[@]}" >"$dir/configure.log" 2>&1 || { tail -30 "$dir/configure.log" >&2; exit 1; }
+    progress "llama.cpp: configure" "$dir/configure.log" cmake -S "$src" -B "$build" "${cmake_flags[@]}"
     touch "$dir/configured"
 else
     log "completing $label in $dir (${tools[*]})"
 fi
 
 # 3. the build: the CPU backend module is named per variant in DL builds; build every target the tools load.
-cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${libs[@]}" "${tools[@]}" >>"$dir/build.log" 2>&1 \
-    || { tail -40 "$dir/build.log" >&2; exit 1; }
+progress "llama.cpp: build (${#tools[@]} tools)" "$dir/build.log" \
+    cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${libs[@]}" "${tools[@]}"
 has_targets || { log "build finished but tools are missing in $build/bin"; exit 1; }
 log "built in $(( $(date +%s) - start )) s"
 printf '%s\n%s\n' "$src" "$build"

@@ -6,9 +6,12 @@
 # Another release of the supported range: LLAMA_RELEASE=3.20.0 GGML_XDNA_BUILD_DIR=build-3.20.0 scripts/build.sh
 # Your own llama.cpp checkout: LLAMA_SRC=... scripts/build.sh (built into the cache), or LLAMA_SRC=... LLAMA_BUILD=...
 # (your own build of it, used as it is)
+# XDNA_TARGETS="ggml-xdna xdna-gen-model ..." builds only those targets (scripts/run.sh: what the main job needs);
+# LLAMA_TOOLS likewise for the llama.cpp tools (scripts/build-llama.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GGML_XDNA_BUILD_DIR:-$root/build}
+source "$root/scripts/progress.sh"
 
 "$root/scripts/deps.sh"
 mapfile -t llama < <("$root/scripts/build-llama.sh")
@@ -17,8 +20,10 @@ llama_src=${llama[0]} llama_build=${llama[1]}
 extra=()
 command -v ccache >/dev/null && extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^LLAMA_BUILD:PATH=$llama_build$" "$build/CMakeCache.txt"; then
-    cmake -S "$root" -B "$build" -G Ninja -DLLAMA_SRC="$llama_src" -DLLAMA_BUILD="$llama_build" "${extra[@]}" \
-        ${GGML_XDNA_CMAKE_ARGS:-} >&2
+    progress "plugin: configure" "$build/logs/configure.log" \
+        cmake -S "$root" -B "$build" -G Ninja -DLLAMA_SRC="$llama_src" -DLLAMA_BUILD="$llama_build" "${extra[@]}" \
+        ${GGML_XDNA_CMAKE_ARGS:-}
 fi
-cmake --build "$build" -j "${JOBS:-$(nproc)}" >&2
+read -r -a targets <<<"${XDNA_TARGETS:-all}"
+progress "plugin: build$([[ -n "${XDNA_TARGETS:-}" ]] && echo " (${#targets[@]} targets)")" "$build/logs/build.log" cmake --build "$build" -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
 echo "$build"

@@ -13,7 +13,10 @@ for p in libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 (( ${#missing[@]} == 0 )) && exit 0
+source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
 echo "[deps] installing: ${missing[*]}" >&2
 SUDO=; [[ $(id -u) -ne 0 ]] && SUDO=sudo
-$SUDO apt-get update -qq >&2
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+log="${GGML_XDNA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ggml-xdna}/deps.log"
+progress "packages: index" "$log" $SUDO apt-get update -q
+progress "packages: ${#missing[@]} to install" "$log.install" \
+    env DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q -o APT::Status-Fd=1 "${missing[@]}"

@@ -30,7 +30,7 @@ cmake -S "$root" -B "$work/plugin" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_S
     -DGGML_XDNA_BUILD_TESTS=OFF >"$out/plugin-configure.log" 2>&1 || { tail -20 "$out/plugin-configure.log"; exit 1; }
 cmake --build "$work/plugin" -j "$jobs" >"$out/plugin-build.log" 2>&1 || { tail -20 "$out/plugin-build.log"; exit 1; }
 export LLAMA_BIN=$work/llama/bin LLAMA_SRC=$src PLUGIN=$work/plugin/bin/libggml-xdna.so GEN=$work/plugin/bin/xdna-gen-model
-export GGML_XDNA_CACHE=$work/cache XDNA_EMU_LOG=0
+export GGML_XDNA_CACHE=$work/cache XDNA_EMU_LOG=0 GGML_XDNA_NPU=emulator
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(nproc) threads"
 for s in $steps; do
     case $s in

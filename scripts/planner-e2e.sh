@@ -45,7 +45,7 @@ trap 'rm -rf "$work"' EXIT
 bench() {   # bench <tag> <env assignments...>
     local tag=$1; shift
     rm -f "$work/$tag.report"
-    env "$@" GGML_BACKEND_PATH="$plugin" GGML_XDNA_REPORT="$work/$tag.report" \
+    env GGML_XDNA_NPU=emulator "$@" GGML_BACKEND_PATH="$plugin" GGML_XDNA_REPORT="$work/$tag.report" \
         "$llama_bin/llama-bench" -m "$model" -p 512 -n 0 -r "$reps" -t "$threads" -o jsonl \
         >"$work/$tag.jsonl" 2>"$work/$tag.err" || { tail -20 "$work/$tag.err" >&2; die "llama-bench failed ($tag)"; }
     grep -oE '"avg_ts": *[0-9.eE+-]+' "$work/$tag.jsonl" | head -1 | grep -oE '[0-9.eE+-]+$' || true

@@ -159,6 +159,8 @@ else
     fi
 fi
 text "- plugin: built against $( ((emulated)) && echo 'the software XDNA1 emulator' || echo 'XRT')"
+# a plugin built without XRT drives the software XDNA1 only when asked for
+(( emulated )) && export GGML_XDNA_NPU=${GGML_XDNA_NPU:-emulator}
 text "- llama.cpp: $("$llama_bin/llama-cli" --version 2>&1 | grep -m1 -i 'version' || echo unknown)"
 GGML_BACKEND_PATH="$plugin" "$llama_bin/llama-server" --list-devices >"$work/devices.log" 2>&1
 text "- devices llama.cpp sees with the plugin:"
@@ -278,7 +280,8 @@ else
     (( emulated )) && label="on the software XDNA1 emulator (${XDNA_EMU_MODE:-exact} mode): no NPU hardware involved"
     XDNA_BENCH_ENTRY="scripts/validate-hardware.sh (benchmark step)" python3 "$root/tools/bench/bench.py" \
         --model "$model" "${configs[@]}" "${bench_args[@]}" -t "$threads" --out "$work/bench" \
-        --llama-bin "$llama_bin" --plugin "$plugin" --label "$label" >"$work/bench.log" 2>&1
+        --llama-bin "$llama_bin" --plugin "$plugin" --label "$label" ${GGML_XDNA_NPU:+--env GGML_XDNA_NPU="$GGML_XDNA_NPU"} \
+        >"$work/bench.log" 2>&1
     rc=$?
     if [[ $rc -eq 0 && -f "$work/bench/results.md" ]]; then
         sed -n '/^| model |/,/^$/p' "$work/bench/results.md" >>"$body"

@@ -18,18 +18,52 @@ planner_options planner_options_from(double npu_share, const config & c) {
     return o;
 }
 
+#ifdef GGML_XDNA_EMULATED
+constexpr bool built_with_xrt = false;
+#else
+constexpr bool built_with_xrt = true;
+#endif
+
 }  // namespace
+
+npu_choice choose_npu(const config & c, bool with_xrt) {
+    if (c.npu_disable || c.npu == npu_mode::off) {
+        return { false, c.npu_disable ? "off (GGML_XDNA_NPU_DISABLE=1)" : "off (GGML_XDNA_NPU=off)" };
+    }
+    if (c.npu == npu_mode::emulator) {
+        if (with_xrt) {
+            return { false, "GGML_XDNA_NPU=emulator, but this plugin was built against XRT, without the software XDNA1 "
+                            "(-DGGML_XDNA_FORCE_EMULATOR=ON builds it)" };
+        }
+        return { true, "" };
+    }
+    if (!with_xrt) {
+        return { false, "none to drive: this plugin was built without XRT (GGML_XDNA_NPU=emulator runs the software "
+                        "XDNA1 instead)" };
+    }
+    return { true, "" };   // XRT: the device is opened, and a failure said in one line
+}
 
 device_state::device_state()
     : cfg(get_config()), planner(planner_options_from(cfg.npu_share, cfg)),
       decode_planner(planner_options_from(cfg.npu_decode, cfg)) {
-    npu = npu_worker::create(cfg);
+    const npu_choice n = choose_npu(cfg, built_with_xrt);
+    if (n.open) {
+        npu = npu_worker::create(cfg);
+        if (!npu) npu_absent = "none (it did not start)";
+    } else {
+        npu_absent = n.why;
+    }
     if (npu) {
         device_workers.push_back(npu.get());
         if (cfg.npu_warm) warmup = std::make_unique<npu::npu_warmup>(*npu);
     }
     // the GPU worker (GGML_XDNA_GPU): after the NPU's, as the planner lays rows out NPU, GPU, CPU
     if (worker * gpu = make_gpu_worker(cfg)) device_workers.push_back(gpu);
+    // The CPU worker alone runs the CPU backend's own kernels plus the cost of splitting the graph: slower than
+    // stock, never faster. So without an NPU or GPU worker there is no device at all and llama.cpp runs exactly as
+    // without the plugin, unless the NPU was switched off on purpose (to measure or test the CPU and GPU workers).
+    offered = !device_workers.empty() || cfg.npu_disable || cfg.npu == npu_mode::off;
 }
 
 device_state::~device_state() {
@@ -74,6 +108,10 @@ claim_context device_state::claim_ctx() {
 }
 
 std::string device_state::description() const {
+    if (!offered) {
+        return "NPU: " + npu_absent + "; no GPU worker (GGML_XDNA_GPU names one): no device, llama.cpp runs as without "
+               "the plugin";
+    }
     std::string d = "XDNA split:";
     if (npu) d += " NPU (" + npu->description() + ") +";
     for (const worker * w : device_workers) {

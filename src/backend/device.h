@@ -20,6 +20,14 @@ namespace xdna {
 class npu_worker;
 namespace npu { class npu_warmup; }
 
+// Whether to open an NPU: GGML_XDNA_NPU (and GGML_XDNA_NPU_DISABLE) against how the plugin was built. The emulator
+// only when asked for: a plugin with no NPU to drive runs without an NPU worker.
+struct npu_choice {
+    bool        open = false;
+    std::string why;   // when not: why, for the load line
+};
+npu_choice choose_npu(const config & c, bool built_with_xrt);
+
 struct device_state {
     device_state();
     ~device_state();
@@ -30,6 +38,7 @@ struct device_state {
     ggml_backend_buffer_type_t repack_buft();
     claim_context claim_ctx();
 
+    // The load line: the workers, or why there is no device.
     std::string description() const;
 
     // logs a routing decision once per shape and verdict (GGML_XDNA_DEBUG=1)
@@ -46,6 +55,9 @@ struct device_state {
     std::vector<worker *> device_workers;   // NPU and GPU workers of the process, in that order
     std::unique_ptr<npu_worker> npu;
     std::unique_ptr<npu::npu_warmup> warmup;
+    // false: no worker would gain anything over stock llama.cpp, so the registry offers no device
+    bool                  offered = true;
+    std::string           npu_absent;       // why there is no NPU worker
 
   private:
     std::mutex                 mtx;

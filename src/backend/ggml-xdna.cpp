@@ -216,7 +216,7 @@ static const char * ggml_backend_xdna_reg_get_name(ggml_backend_reg_t) {
 }
 
 static size_t ggml_backend_xdna_reg_get_device_count(ggml_backend_reg_t) {
-    return 1;
+    return xdna_state().offered ? 1 : 0;   // no device when no worker would gain anything over stock llama.cpp
 }
 
 static ggml_backend_dev_t ggml_backend_xdna_reg_get_device(ggml_backend_reg_t reg, size_t index) {
@@ -257,7 +257,11 @@ static ggml_backend_reg_t ggml_backend_xdna_reg() {
     static bool announced = false;
     if (!announced) {
         announced = true;
-        XDNA_LOG_INFO("loaded (ggml %s): %s", XDNA_GGML_VERSION, xdna_state().description().c_str());
+        if (xdna_state().offered) {
+            XDNA_LOG_INFO("loaded (ggml %s): %s", XDNA_GGML_VERSION, xdna_state().description().c_str());
+        } else {   // shown by every tool: the plugin does nothing here
+            XDNA_LOG_WARN("%s", xdna_state().description().c_str());
+        }
     }
     return &reg;
 }

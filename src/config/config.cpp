@@ -19,6 +19,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
     { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (what each worker did), for scripts" },
     { "GGML_XDNA_TRACE",          "",      "file to write a timeline of every multiply to (Chrome trace-event JSON: Perfetto, chrome://tracing)" },
+    { "GGML_XDNA_NPU",            "auto",  "which NPU: auto (an XDNA1 NPU through XRT, if there is one; else none), off, or emulator (the software XDNA1, only when asked for)" },
     { "GGML_XDNA_NPU_SHARE",      "auto",  "NPU share of each matrix multiply: 0-1 (whole 256-row steps) or auto" },
     { "GGML_XDNA_NPU_W8",         "0",     "1 makes the NPU read weights as int8 (one scale per row and 1,024 weights)" },
     { "GGML_XDNA_NPU_CACHE_MB",   "4096",  "memory for the NPU's converted weights; weights beyond it are converted on every call" },
@@ -27,10 +28,10 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
     { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (out-of-tree amdxdna driver: 6 system-wide)" },
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
-    { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only)" },
+    { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only), as GGML_XDNA_NPU=off" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
     { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "1 leaves the NPU worker's host thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
-    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU, else the first GPU" },
+    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
     { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
     { nullptr, nullptr, nullptr },
@@ -125,6 +126,22 @@ struct reader {
         if (!parse_real(v, out, 0.0, 1.0)) warn(name, v, "0, 1 or a fraction in between");
     }
 
+    void npu(const char * name, npu_mode & out) const {
+        const char * v = raw(name);
+        if (!v) return;
+        if (!strcasecmp(v, "auto")) { out = npu_mode::automatic; return; }
+        if (!strcasecmp(v, "emulator")) { out = npu_mode::emulator; return; }
+        bool on = true;
+        const size_t before = warnings ? warnings->size() : 0;
+        boolean(name, on);
+        if (warnings && warnings->size() > before) {
+            warnings->back() = std::string(name) + "=\"" + v + "\" is not auto, off or emulator; using the default";
+            return;
+        }
+        if (!on) { out = npu_mode::off; return; }
+        warn(name, v, "auto, off or emulator");   // "1": which NPU is not said
+    }
+
     void string(const char * name, std::string & out) const {
         const char * v = raw(name);
         if (v) out = v;
@@ -142,6 +159,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_THREADS", c.threads, 0, 1024);
     r.string("GGML_XDNA_REPORT", c.report);
     r.string("GGML_XDNA_TRACE", c.trace);
+    r.npu("GGML_XDNA_NPU", c.npu);
     r.share("GGML_XDNA_NPU_SHARE", c.npu_share);
     r.boolean("GGML_XDNA_NPU_W8", c.npu_w8);
     r.integer("GGML_XDNA_NPU_CACHE_MB", c.npu_cache_mb, 0, 1LL << 24);
@@ -159,11 +177,23 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     return c;
 }
 
+const char * npu_mode_name(npu_mode m) {
+    switch (m) {
+        case npu_mode::automatic: return "auto";
+        case npu_mode::off:       return "off";
+        case npu_mode::emulator:  return "emulator";
+    }
+    return "?";
+}
+
 std::vector<std::string> unknown_vars(const std::vector<std::string> & env_names) {
+    // the set-up scripts' own variables (the cache and build folders, extra CMake arguments): not the plugin's
+    static const char * const scripts_vars[] = { "GGML_XDNA_CACHE", "GGML_XDNA_BUILD_DIR", "GGML_XDNA_CMAKE_ARGS" };
     std::vector<std::string> unknown;
     for (const auto & n : env_names) {
         if (n.rfind("GGML_XDNA_", 0) != 0) continue;
         bool known = false;
+        for (const char * s : scripts_vars) known = known || n == s;
         for (const config_var * v = config_vars; v->name; ++v) known = known || n == v->name;
         if (!known) unknown.push_back(n + " is not a ggml-xdna variable (see docs/configuration.md); ignored");
     }

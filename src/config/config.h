@@ -9,6 +9,14 @@
 
 namespace xdna {
 
+// GGML_XDNA_NPU: which NPU the plugin drives.
+enum class npu_mode {
+    automatic,   // an XDNA1 NPU through XRT, if the plugin was built against XRT and the device opens; else none
+    off,         // no NPU worker (the device still takes multiplies for its CPU and GPU workers: for measuring them)
+    emulator,    // the software XDNA1 (emulator builds only): for tests, benchmarks and demonstrations
+};
+const char * npu_mode_name(npu_mode m);
+
 // One row of the configuration table.
 struct config_var {
     const char * name;
@@ -28,6 +36,7 @@ struct config {
     std::string trace;               // GGML_XDNA_TRACE: file the timeline is written to (Chrome trace events)
 
     // NPU worker
+    npu_mode npu          = npu_mode::automatic;  // GGML_XDNA_NPU: auto, off or emulator
     double npu_share      = -1.0;    // GGML_XDNA_NPU_SHARE: 0..1 fixed share, < 0 = auto
     bool   npu_w8         = false;   // GGML_XDNA_NPU_W8: int8 NPU weights
     size_t npu_cache_mb   = 4096;    // GGML_XDNA_NPU_CACHE_MB: converted-weight cache budget
@@ -36,7 +45,7 @@ struct config {
     std::string npu_kernels;         // GGML_XDNA_NPU_KERNELS: kernel manifest (empty: the built-in set)
     int    npu_contexts   = 6;       // GGML_XDNA_NPU_CONTEXTS: hardware-context budget
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
-    bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker
+    bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker (GGML_XDNA_NPU=off)
     int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
     int    npu_host_core  = -1;      // GGML_XDNA_NPU_HOST_CORE: leave the NPU's host thread a core (-1 auto, 0, 1)
 

@@ -30,7 +30,8 @@ def main():
         cmd = [sys.executable, BENCH, "--gen", "llama-tiny:Q4_0", "--config", "cpu", "--config", "default",
                "--passes", "1", "-t", "2", "--out", out, "--llama-bin", llama_bin, "--llama-src", llama_src,
                "--plugin", os.path.join(build, "bin", "libggml-xdna.so"),
-               "--gen-model", os.path.join(build, "bin", "xdna-gen-model")]
+               "--gen-model", os.path.join(build, "bin", "xdna-gen-model"),
+               "--env", "GGML_XDNA_NPU=emulator"]   # the software XDNA1, asked for (by default: no device here)
         if mode == "llama-server":
             cmd += ["--server", "--prompt-tokens", "128", "--ctx-size", "256", "--requests", "2"]
         else:

@@ -1,5 +1,6 @@
 // The configuration table: defaults, valid values, and a clear warning plus the default for every malformed value.
 #include "config/config.h"
+#include "backend/device.h"
 
 #include <gtest/gtest.h>
 
@@ -31,6 +32,7 @@ TEST(config, defaults_match_the_table) {
     EXPECT_FALSE(c.npu_w8);
     EXPECT_EQ(c.npu_decode, 0.0);
     EXPECT_EQ(c.npu_contexts, 6);
+    EXPECT_EQ(c.npu, npu_mode::automatic);
 
     // every documented default parses to the same configuration
     std::map<std::string, std::string> env;
@@ -42,6 +44,7 @@ TEST(config, defaults_match_the_table) {
     EXPECT_EQ(d.npu_cache_mb, c.npu_cache_mb);
     EXPECT_EQ(d.npu_warm, c.npu_warm);
     EXPECT_EQ(d.npu_contexts, c.npu_contexts);
+    EXPECT_EQ(d.npu, c.npu);
     EXPECT_EQ(d.gpu_npu_min_gflop, c.gpu_npu_min_gflop);
 }
 
@@ -65,6 +68,11 @@ TEST(config, valid_values) {
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU_HOST_CORE", "1" } }).npu_host_core, 1);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU_HOST_CORE", "off" } }).npu_host_core, 0);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU_HOST_CORE", "Auto" } }).npu_host_core, -1);
+    EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "emulator" } }).npu, npu_mode::emulator);
+    EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "Emulator" } }).npu, npu_mode::emulator);
+    EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "off" } }).npu, npu_mode::off);
+    EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "0" } }).npu, npu_mode::off);
+    EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "AUTO" } }).npu, npu_mode::automatic);
 }
 
 TEST(config, malformed_values_warn_and_keep_the_default) {
@@ -73,6 +81,7 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         { "GGML_XDNA_NPU_SHARE", "1.5" },   { "GGML_XDNA_NPU_SHARE", "-0.1" }, { "GGML_XDNA_NPU_SHARE", "nan" },
         { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },   { "GGML_XDNA_NPU_CONTEXTS", "0" },
         { "GGML_XDNA_MIN_BATCH", "99999999999999999999" }, { "GGML_XDNA_NPU_HOST_CORE", "2" },
+        { "GGML_XDNA_NPU", "emu" },         { "GGML_XDNA_NPU", "1" },
     };
     const config def = parse({});
     for (const auto & kv : bad) {
@@ -92,11 +101,37 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         EXPECT_EQ(c.npu_decode, def.npu_decode);
         EXPECT_EQ(c.npu_contexts, def.npu_contexts);
         EXPECT_EQ(c.npu_host_core, def.npu_host_core);
+        EXPECT_EQ(c.npu, def.npu);
+    }
+}
+
+// The software XDNA1 only when asked for: a plugin with no NPU to drive runs without an NPU worker and says why.
+TEST(npu_choice, the_emulator_only_when_asked_for) {
+    for (bool xrt : { false, true }) {
+        const npu_choice d = choose_npu(parse({}), xrt);
+        EXPECT_EQ(d.open, xrt) << "default, built " << (xrt ? "with" : "without") << " XRT";
+        if (!xrt) {
+            EXPECT_NE(d.why.find("built without XRT"), std::string::npos) << d.why;
+            EXPECT_NE(d.why.find("GGML_XDNA_NPU=emulator"), std::string::npos) << d.why;
+        }
+        const npu_choice e = choose_npu(parse({ { "GGML_XDNA_NPU", "emulator" } }), xrt);
+        EXPECT_EQ(e.open, !xrt) << "emulator, built " << (xrt ? "with" : "without") << " XRT";
+        if (xrt) EXPECT_NE(e.why.find("built against XRT"), std::string::npos) << e.why;
+        for (const auto & off : { std::pair<std::string, std::string>{ "GGML_XDNA_NPU", "off" },
+                                  std::pair<std::string, std::string>{ "GGML_XDNA_NPU_DISABLE", "1" } }) {
+            const npu_choice o = choose_npu(parse({ off, { "GGML_XDNA_NPU_SHARE", "1" } }), xrt);
+            EXPECT_FALSE(o.open) << off.first;
+            EXPECT_NE(o.why.find(off.first), std::string::npos) << o.why;
+        }
+        // the off switch wins over a request for the emulator
+        EXPECT_FALSE(choose_npu(parse({ { "GGML_XDNA_NPU", "emulator" }, { "GGML_XDNA_NPU_DISABLE", "1" } }), xrt).open);
+        for (const npu_choice & c : { d, e }) EXPECT_EQ(c.why.find('\n'), std::string::npos);
     }
 }
 
 TEST(config, unknown_variables_are_named) {
-    const auto u = unknown_vars({ "PATH", "GGML_XDNA_NPU_SAHRE", "GGML_XDNA_NPU_SHARE", "GGML_SCHED_DEBUG" });
+    const auto u = unknown_vars({ "PATH", "GGML_XDNA_NPU_SAHRE", "GGML_XDNA_NPU_SHARE", "GGML_SCHED_DEBUG",
+                                  "GGML_XDNA_CACHE", "GGML_XDNA_BUILD_DIR" });   // the last two: the scripts' own
     ASSERT_EQ(u.size(), 1u);
     EXPECT_NE(u[0].find("GGML_XDNA_NPU_SAHRE"), std::string::npos);
 }

@@ -18,14 +18,14 @@ harness_args=(--model "$model" --plugin "$plugin" --ctx "$ctx" --chunks 2 --llam
 field() { grep -E "^RESULT $1 " <<<"$2" | grep -oE "$3=[0-9.e+-]+" | cut -d= -f2; }
 
 echo "== $name ($type, $layers layers): every row on the NPU, bf16 weights"
-out=$(GGML_XDNA_NPU_SHARE=1 bash "$harness" "${harness_args[@]}" --compare plugin,reference 2>&1) || { echo "$out"; exit 1; }
+out=$(GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 bash "$harness" "${harness_args[@]}" --compare plugin,reference 2>&1) || { echo "$out"; exit 1; }
 grep -vE '^RESULT' <<<"$out" | tail -6
 npu=$(field test_vs_f32 "$out" kld_mean) cpu=$(field cpu_vs_f32 "$out" kld_mean)
 awk -v n="$npu" -v c="$cpu" 'BEGIN { ok = n <= 1.5 * c; printf "NPU KLD from F32 %.6f vs stock CPU %.6f: ratio %.2f (limit 1.5) %s\n", n, c, n / c, ok ? "ok" : "TOO HIGH"; exit !ok }'
 
 [[ -n "${SKIP_W8:-}" ]] || {
 echo "== the same with int8 NPU weights (GGML_XDNA_NPU_W8=1), reported"
-out8=$(GGML_XDNA_NPU_SHARE=1 GGML_XDNA_NPU_W8=1 bash "$harness" "${harness_args[@]}" --compare plugin,reference 2>&1) || { echo "$out8"; exit 1; }
+out8=$(GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 GGML_XDNA_NPU_W8=1 bash "$harness" "${harness_args[@]}" --compare plugin,reference 2>&1) || { echo "$out8"; exit 1; }
 grep -vE '^RESULT' <<<"$out8" | tail -4
 }
 
@@ -34,7 +34,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ppl=(-m "$model" -f "$here/../../data/accuracy-text.txt" -c "$ctx" --chunks 2 -t 2)
 for run in repack no-repack; do
-    GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$bin/llama-perplexity" "${ppl[@]}" \
+    GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$bin/llama-perplexity" "${ppl[@]}" \
         --kl-divergence-base "$tmp/$run.kld" $([[ $run == no-repack ]] && echo --no-repack) >"$tmp/$run.log" 2>&1 \
         || { tail -5 "$tmp/$run.log"; exit 1; }
 done

@@ -3,7 +3,9 @@
 # times out or returns NaN) make the engine recompute the rows on the CPU; repeated faults switch the NPU off; a
 # weight cache too small for the model converts weights on every call, with the same results, and says so once; a
 # locked-memory limit keeps weights out of NPU buffers (same results), or the NPU off.
-# Every run has every row on the NPU (GGML_XDNA_NPU_SHARE=1) and is compared with the same run without faults.
+# Every run has every row on the NPU (GGML_XDNA_NPU_SHARE=1), asked for explicitly (GGML_XDNA_NPU=emulator), without
+# the load-time warm-up (nothing in the background), and is compared with the same run without faults; the clean run
+# must reach the runs the faults are set for.
 # usage: npu-faults.sh <llama bin> <plugin> <xdna-gen-model> <llama src> <text>
 set -euo pipefail
 bin=$1 plugin=$2 gen=$3 src=$4 text=$5
@@ -17,7 +19,7 @@ passed=0 failed=0
 perplexity() {   # perplexity <env...>: prints the log
     local out i
     for i in 1 2 3 4 5 6 7 8 9 10; do
-        out=$(env GGML_XDNA_NPU_SHARE=1 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
+        out=$(env GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 GGML_XDNA_NPU_WARM=0 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
         grep -q 'Final estimate' <<<"$out" && break
     done
     printf '%s\n' "$out"
@@ -33,6 +35,9 @@ clean=$(perplexity)
 ref=$(final "$clean")
 echo "no faults: PPL $ref"
 check "clean run computed on the NPU" grep -q "ggml-xdna: route" <<<"$(perplexity GGML_XDNA_DEBUG=1)"
+runs=$(grep -c 'xdna-emu\] run #' <<<"$(perplexity XDNA_EMU_LOG=2)" || true)
+echo "the clean run makes $runs NPU runs"
+check "the clean run reaches the faulty runs below (more than 18 NPU runs)" test "$runs" -gt 18
 
 for fault in error timeout nan; do
     out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=16 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=300)

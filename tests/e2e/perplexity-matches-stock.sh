@@ -25,7 +25,7 @@ perplexity() {
     printf '%s\n' "$out"
 }
 stock=$(perplexity GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin")
-plugin_out=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_NPU_SHARE=0 GGML_XDNA_GPU=none GGML_BACKEND_PATH="$plugin")
+plugin_out=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=0 GGML_XDNA_GPU=none GGML_BACKEND_PATH="$plugin")
 
 ppl() { grep -oE '\[[0-9]+\][0-9.]+|Final estimate: PPL = [0-9.]+' <<<"$1"; }
 # the debug log shows each claimed shape and the split computed for it, during the run

@@ -14,7 +14,7 @@ fi
 
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
-GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" bash "$here/../backend/run-test-backend-ops.sh" "$bin" "$plugin" "$op"
+GGML_XDNA_NPU=emulator GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" bash "$here/../backend/run-test-backend-ops.sh" "$bin" "$plugin" "$op"
 rc=$?
 summary=$(grep -E '^ggml-xdna: [0-9]+ multiplies' "$report" | tail -1)
 echo "GPU worker on $XDNA_TEST_GPU: ${summary:-no summary written}"

@@ -6,6 +6,8 @@
 #include "planner/planner.h"
 #include "workers/gpu/gpu_worker.h"
 
+#include "ggml-backend-impl.h"
+
 #include <gtest/gtest.h>
 
 using namespace xdna_test;
@@ -20,17 +22,67 @@ TEST(gpu_device_choice, none_turns_the_worker_off) {
     }
 }
 
-TEST(gpu_device_choice, automatic_takes_an_integrated_gpu_first_then_any_gpu) {
+namespace {
+
+// Devices of a given type for the registry, that only say their name and type: enough for choosing a device (nothing
+// is ever computed on them).
+struct fake_device {
+    std::string name;
+    enum ggml_backend_dev_type type;
+};
+
+const char * fake_name(ggml_backend_dev_t d) { return ((fake_device *) d->context)->name.c_str(); }
+enum ggml_backend_dev_type fake_type(ggml_backend_dev_t d) { return ((fake_device *) d->context)->type; }
+
+ggml_backend_reg_t fake_reg(std::vector<fake_device> devs) {
+    struct reg_state {
+        std::string name;
+        std::vector<fake_device> devs;
+        std::vector<ggml_backend_device> handles;
+        ggml_backend_reg reg;
+    };
+    auto * st = new reg_state;   // the registry keeps it for the process
+    st->name = "FAKE" + devs.front().name;
+    st->devs = std::move(devs);
+    ggml_backend_device_i di = {};
+    di.get_name = fake_name;
+    di.get_description = fake_name;
+    di.get_type = fake_type;
+    ggml_backend_reg_i ri = {};
+    ri.get_name = [](ggml_backend_reg_t r) { return ((reg_state *) r->context)->name.c_str(); };
+    ri.get_device_count = [](ggml_backend_reg_t r) { return ((reg_state *) r->context)->handles.size(); };
+    ri.get_device = [](ggml_backend_reg_t r, size_t i) -> ggml_backend_dev_t { return &((reg_state *) r->context)->handles[i]; };
+    st->reg = { GGML_BACKEND_API_VERSION, ri, st };
+    for (fake_device & d : st->devs) st->handles.push_back({ di, &st->reg, &d });
+    return &st->reg;
+}
+
+}  // namespace
+
+// A discrete GPU is faster through llama.cpp's own offload than as a worker with a share of the rows: by default the
+// worker takes only an integrated GPU (shared memory), and a discrete one only when named.
+TEST(gpu_device_choice, automatic_takes_only_an_integrated_gpu) {
     env();
-    ggml_backend_dev_t igpu = nullptr, gpu = nullptr;
     for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-        ggml_backend_dev_t d = ggml_backend_dev_get(i);
-        if (!igpu && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_IGPU) igpu = d;
-        if (!gpu && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_GPU) gpu = d;
+        const auto t = ggml_backend_dev_type(ggml_backend_dev_get(i));
+        ASSERT_TRUE(t != GGML_BACKEND_DEVICE_TYPE_GPU && t != GGML_BACKEND_DEVICE_TYPE_IGPU)
+            << "the test adds its own GPUs; this registry has one already: " << ggml_backend_dev_name(ggml_backend_dev_get(i));
     }
-    const gpu_choice c = choose_gpu_device("");
-    EXPECT_TRUE(c.error.empty());
-    EXPECT_EQ(c.dev, igpu ? igpu : gpu);   // none registered here (the RPC server is private): no worker
+    EXPECT_EQ(choose_gpu_device("").dev, nullptr);   // no GPU at all (the RPC server is private)
+
+    ggml_backend_register(fake_reg({ { "FakeDiscrete0", GGML_BACKEND_DEVICE_TYPE_GPU } }));
+    ggml_backend_dev_t discrete = ggml_backend_dev_by_name("FakeDiscrete0");
+    ASSERT_NE(discrete, nullptr);
+    gpu_choice c = choose_gpu_device("");
+    EXPECT_TRUE(c.error.empty()) << c.error;
+    EXPECT_EQ(c.dev, nullptr) << "a discrete GPU was taken by default";
+    EXPECT_EQ(choose_gpu_device("FakeDiscrete0").dev, discrete) << "a discrete GPU named must be taken";
+
+    ggml_backend_register(fake_reg({ { "FakeIntegrated0", GGML_BACKEND_DEVICE_TYPE_IGPU } }));
+    c = choose_gpu_device("");
+    EXPECT_TRUE(c.error.empty()) << c.error;
+    ASSERT_NE(c.dev, nullptr);
+    EXPECT_STREQ(ggml_backend_dev_name(c.dev), "FakeIntegrated0");   // after the discrete one, and still chosen
 }
 
 TEST(gpu_device_choice, a_name_selects_that_device) {

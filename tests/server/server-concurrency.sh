@@ -43,8 +43,8 @@ serve() {   # serve <name> <env...>: start a server, run the load, stop it; resu
 }
 
 serve stock GGML_XDNA_DISABLE=1
-serve share0 GGML_XDNA_NPU_SHARE=0 GGML_XDNA_DEBUG=1
-serve npu GGML_XDNA_DEBUG=1
+serve share0 GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=0 GGML_XDNA_DEBUG=1
+serve npu GGML_XDNA_NPU=emulator GGML_XDNA_DEBUG=1
 
 python3 - "$tmp" <<'PY'
 import json, math, sys

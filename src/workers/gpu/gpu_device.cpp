@@ -106,12 +106,13 @@ gpu_choice choose_gpu_device(const std::string & setting) {
         }
         return c;
     }
-    for (enum ggml_backend_dev_type type : { GGML_BACKEND_DEVICE_TYPE_IGPU, GGML_BACKEND_DEVICE_TYPE_GPU }) {
-        for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-            if (ggml_backend_dev_type(ggml_backend_dev_get(i)) == type) {
-                c.dev = ggml_backend_dev_get(i);
-                return c;
-            }
+    // By default only an integrated GPU (shared memory, as the Radeon of a Ryzen APU): a discrete GPU is faster
+    // through llama.cpp's own offload (-ngl, or its offload of large batches at -ngl 0) than as a worker that gets
+    // a share of the rows and copies activations and results over the bus, so it is a worker only when named.
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        if (ggml_backend_dev_type(ggml_backend_dev_get(i)) == GGML_BACKEND_DEVICE_TYPE_IGPU) {
+            c.dev = ggml_backend_dev_get(i);
+            return c;
         }
     }
     return c;

@@ -1,6 +1,6 @@
 // Which device the GPU worker runs on (GGML_XDNA_GPU), and creating the process's GPU worker.
 //
-//   (empty)          the first integrated GPU registered with ggml, else the first GPU
+//   (empty)          the first integrated GPU registered with ggml (shared memory); a discrete GPU only when named
 //   none             no GPU worker
 //   rpc:HOST:PORT    a ggml RPC server (ggml-rpc-server): added through the "RPC" registry's
 //                    ggml_backend_rpc_add_server, used privately (not registered, so llama.cpp never places layers on
