@@ -23,6 +23,14 @@ class ParseLine(unittest.TestCase):
         self.assertEqual(r.workers["gpu"].failed_runs, 0)
         self.assertEqual(r.total_rows(), 4096)
 
+    def test_device_busy_share(self):
+        r = wr.parse_line("ggml-xdna: 50 multiplies; npu: 167936 rows, 0.480 s (device busy 25%) (1 run failed, redone "
+                          "on the CPU) | cpu: 1024 rows, 0.1 s")
+        self.assertAlmostEqual(r.workers["npu"].busy_seconds, 0.12)
+        self.assertEqual(r.workers["npu"].failed_runs, 1)
+        self.assertEqual(r.workers["cpu"].busy_seconds, 0.0)
+        self.assertIn("device busy 25%", r.describe())
+
     def test_no_rows(self):
         r = wr.parse_line("ggml-xdna: 3 multiplies; no rows")
         self.assertEqual((r.multiplies, r.total_rows()), (3, 0))

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass, field
 
 _LINE_RE = re.compile(r"^ggml-xdna: (\d+) multiplies; (.*)$")
-_PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \((\d+) runs? failed[^)]*\))?$")
+_PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \(device busy (\d+)%\))?"
+                      r"(?: \((\d+) runs? failed[^)]*\))?$")
 
 
 @dataclass
@@ -17,6 +18,7 @@ class WorkerTotals:
     rows: int = 0
     seconds: float = 0.0
     failed_runs: int = 0
+    busy_seconds: float = 0.0   # its device busy meanwhile (the NPU's runs), when the plugin reports it
 
 
 @dataclass
@@ -34,6 +36,7 @@ class RunReport:
             mine.rows += t.rows
             mine.seconds += t.seconds
             mine.failed_runs += t.failed_runs
+            mine.busy_seconds += t.busy_seconds
 
     def total_rows(self):
         return sum(t.rows for t in self.workers.values())
@@ -47,7 +50,8 @@ class RunReport:
             return f"{self.multiplies} multiplies, no rows"
         parts = []
         for name, t in self.workers.items():
-            s = f"{name} {100.0 * t.rows / total:.0f}% ({t.seconds:.2f} s)"
+            busy = f", device busy {100.0 * t.busy_seconds / t.seconds:.0f}%" if t.busy_seconds and t.seconds else ""
+            s = f"{name} {100.0 * t.rows / total:.0f}% ({t.seconds:.2f} s{busy})"
             if t.failed_runs:
                 s += f", {t.failed_runs} failed runs redone on the CPU"
             parts.append(s)
@@ -70,7 +74,9 @@ def parse_line(line):
         name = p.group(1)
         if name in rep.workers:
             raise ValueError(f"ggml-xdna report line: worker '{name}' appears twice")
-        rep.workers[name] = WorkerTotals(int(p.group(2)), float(p.group(3)), int(p.group(4) or 0))
+        seconds = float(p.group(3))
+        busy = seconds * int(p.group(4)) / 100.0 if p.group(4) else 0.0
+        rep.workers[name] = WorkerTotals(int(p.group(2)), seconds, int(p.group(5) or 0), busy)
     return rep
 
 
