@@ -31,7 +31,7 @@ check() {   # check <name> <condition...>
     if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
 }
 ppl() { grep -oE '\[[0-9]+\][0-9.]+|Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$'; }
-splits() { grep -oE 'graph splits = [0-9]+' <<<"$1" | sort | uniq -c | tr -s ' '; }
+splits() { grep -oE 'splits = [0-9]+( / [0-9]+)?' <<<"$1" | sort | uniq -c | tr -s ' '; }   # 'graph splits = N' (older), 'splits = N' or 'N / M' (v0.5.0)
 # every printed perplexity within a relative `tol` of the stock run's (llama-perplexity's own sums vary in the
 # 16th digit from run to run, so "the same" is 1e-12)
 same_ppl() {   # same_ppl <log> <tol>
@@ -44,6 +44,7 @@ npu_rows() { grep -oE 'npu: [0-9]+ rows' "$1" 2>/dev/null | grep -oE '[0-9]+' | 
 cpu_rows() { grep -oE 'cpu: [0-9]+ rows' "$1" 2>/dev/null | grep -oE '[0-9]+' | sort -n | tail -1; }
 
 stock=$(perplexity)
+check "stock: the graph splits are logged (the comparisons below read them)" test -n "$(splits "$stock")"
 echo "stock:    PPL $(ppl "$stock" | tail -1); $(splits "$stock")"
 
 out=$(perplexity GGML_BACKEND_PATH="$plugin" GGML_XDNA_REPORT="$work/default.report")
