@@ -137,6 +137,8 @@ const shape_t shapes[] = {
     { 3072, 1024, 100, { 256, 1024 } },   // three K panels; the NPU's rows start inside the weight
     { 2048, 1288, 40, { 0, 1288 } },      // blocks past the last row: the edge block is copied, padded
     { 1504, 776, 70, { 512, 776 } },      // K padded to two panels, a short last block
+    { 3072, 512, 512, { 0, 512 } },      // three 512-token activation blocks: past the arena under the memlock run,
+                                           // whose places are then reused in turn
 };
 
 INSTANTIATE_TEST_SUITE_P(shapes, npu_resident,

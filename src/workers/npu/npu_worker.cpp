@@ -64,8 +64,12 @@ struct npu_worker::call {
     int64_t             k = 0, ld = 0, tb = 0, rb = 0, kb = 0;
     size_t              a_elem = 2;
     std::vector<block>       blocks;      // every launch, in pipeline order
-    std::vector<npu_buffer>  a_views;     // per activation block (job, token block, K block): its place in the arena
-    std::vector<bool>        a_ready;     // converted and synced
+    // The arena's places for activation blocks (job, token block, K block): block ab lives at place ab % places;
+    // every block has its own when the arena holds them all, else the places are reused in turn (depth of them
+    // suffice: the runs in flight read at most that many consecutive blocks)
+    std::vector<npu_buffer>  a_views;
+    std::vector<int64_t>     a_held;      // per place: the block converted and synced there (-1: none)
+    int64_t                  places = 0;
     std::vector<int32_t>     experts_left;   // MUL_MAT_ID experts with too few tokens for the NPU
     std::vector<const float *> src_rows;   // scratch: the rows one conversion reads
     bool                     check_finite = true;
@@ -311,15 +315,20 @@ void npu_worker::reserve_slots(const npu_kernel & kn) {
         s->c = rt->alloc(kn, npu_arg::c, c);
         s->design = kn.design;
     }
-    // the activations of a dense multiply of the design's largest token block with K up to 4 of its K blocks
-    reserve_arena(kn, 4 * a);
+    // a place per run in flight for the design's largest activation block: what the pipeline needs at least
+    if (!reserve_arena(kn, size_t(depth) * a)) throw npu_error(npu_errc::buffer, "no NPU buffer for the activations");
 }
 
-void npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {
+bool npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {
     const size_t had = act_arena.size();
-    if (had >= bytes) return;
-    act_arena = npu_buffer();   // released first: pinned memory is counted
-    act_arena = rt->alloc(kn, npu_arg::a, std::max(bytes, had * 3 / 2));
+    if (had >= bytes) return true;
+    try {
+        npu_buffer bigger = rt->alloc(kn, npu_arg::a, std::max(bytes, std::min(arena_cap, had * 3 / 2)));
+        act_arena = std::move(bigger);
+        return true;
+    } catch (const npu_error &) {
+        return false;   // the one it has stays (the caller reuses its places in turn)
+    }
 }
 
 bool npu_worker::prepare_weight(const ggml_tensor * w) {
@@ -451,12 +460,20 @@ void npu_worker::place_activations(call & c) {
     }
     const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
     arena_holds = arena_key();   // until the new contents are complete
-    reserve_arena(*c.kn, size_t(a_blocks) * block_bytes);
+    // room for every block, up to `arena_cap` of pinned memory (a mixture of experts' call has hundreds of blocks):
+    // past that, or where the locked-memory limit refuses more, the places are reused in turn
+    const size_t want = std::max(size_t(depth) * block_bytes, std::min(size_t(a_blocks) * block_bytes, arena_cap));
+    if (!reserve_arena(*c.kn, want) && act_arena.size() < size_t(depth) * block_bytes) {
+        throw npu_error(npu_errc::buffer, "no NPU buffer for the activations (locked-memory limit?)");
+    }
+    c.places = std::min<int64_t>(a_blocks, int64_t(act_arena.size() / block_bytes));
     if (w8 && act_scales.size() < size_t(a_blocks * c.tb)) act_scales.resize(size_t(a_blocks * c.tb));
     c.a_views.clear();
-    c.a_views.reserve(a_blocks);
-    for (int64_t ab = 0; ab < a_blocks; ++ab) c.a_views.push_back(act_arena.view(size_t(ab) * block_bytes, block_bytes));
-    c.a_ready.assign(a_blocks, held);
+    for (int64_t p = 0; p < c.places; ++p) c.a_views.push_back(act_arena.view(size_t(p) * block_bytes, block_bytes));
+    c.a_held.assign(c.places, -1);
+    if (held && c.places == a_blocks) {
+        for (int64_t p = 0; p < c.places; ++p) c.a_held[p] = p;
+    }
     c.arena_key_after = key;
 }
 
@@ -469,11 +486,12 @@ void npu_worker::convert_block(call & c, const block & bl) {
     trace::scope ts("convert activations", n);
     c.src_rows.resize(n);
     for (int64_t t = 0; t < n; ++t) c.src_rows[t] = j.src[t0 + t] + col;
-    npu_buffer & a = c.a_views[bl.a_block];
+    const int64_t place = bl.a_block % c.places;
+    npu_buffer & a = c.a_views[place];
     if (w8) xdna_act_rows_to_int8(c.src_rows.data(), n, cols, a.as<int8_t>(), c.kb, &act_scales[size_t(bl.a_block * c.tb)]);
     else xdna_act_rows_to_bf16(c.src_rows.data(), n, cols, a.as<ggml_bf16_t>(), c.kb);
     a.sync_to_device(size_t(n) * c.kb * c.a_elem);
-    c.a_ready[bl.a_block] = true;
+    c.a_held[place] = bl.a_block;
 }
 
 // Slot `s` for launch i: its activations (converted first if no launch read them yet) and its weights, in place where
@@ -481,7 +499,7 @@ void npu_worker::convert_block(call & c, const block & bl) {
 // that buffer, copied into the slot with zeros past the last row.
 void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
     const block & bl = c.blocks[i];
-    if (!c.a_ready[bl.a_block]) convert_block(c, bl);
+    if (c.a_held[bl.a_block % c.places] != bl.a_block) convert_block(c, bl);
     const job & j = c.jobs[bl.job];
     resident_weight * res = j.weight->resident.get();
     s.b_arg = res ? res->block(j.w_base + bl.rbi * c.rb, c.rb, bl.kbi) : nullptr;
@@ -567,7 +585,7 @@ void npu_worker::run_pipeline(call & c) {
     auto launch = [&](slot & s, int64_t i) {
         fill_slot(c, s, i);
         trace::scope ts("launch");
-        s.run = rt->launch(*c.kn, c.a_views[c.blocks[i].a_block], *s.b_arg, s.c);
+        s.run = rt->launch(*c.kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
     };
     try {
         for (int64_t i = 0; i < std::min<int64_t>(depth, n); ++i) {
@@ -618,7 +636,9 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     place_activations(c);
     c.check_finite = rt->results_valid();
     run_pipeline(c);
-    if (std::all_of(c.a_ready.begin(), c.a_ready.end(), [](bool r) { return r; })) arena_holds = c.arena_key_after;
+    bool all_held = c.places == (int64_t) c.blocks.back().a_block + 1;
+    for (int64_t p = 0; all_held && p < c.places; ++p) all_held = c.a_held[p] == p;
+    if (all_held) arena_holds = c.arena_key_after;
     if (c.check_finite && !c.finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
     const double t1 = now_seconds();
     res.seconds = t1 - t0;

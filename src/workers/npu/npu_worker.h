@@ -79,14 +79,18 @@ class npu_worker final : public async_worker {
     void note_failure(const std::string & why);
     void place_weight(const ggml_tensor * w, npu::converted_weight & cw);   // the cache's placer: into an NPU buffer
     void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
-    void reserve_arena(const npu_kernel & kn, size_t bytes);
+    bool reserve_arena(const npu_kernel & kn, size_t bytes);   // false: no bigger buffer to be had (it keeps its own)
 
     std::unique_ptr<npu_runtime> rt;
     npu::weight_cache            weights;
     npu::npu_cost_model          cost;
     bool                         w8;
     int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
-    static constexpr int         depth = 3;        // runs in flight: one per slot
+    // Runs in flight: one per slot. Two keep the NPU fed (one queued while the host takes the other's result) and
+    // keep the pipeline's pinned memory at 6 MiB with the activation arena's minimum, under the 8 MiB that many
+    // distributions allow by default (ulimit -l): three cost 3 MiB more for no gain the timeline could show.
+    static constexpr int         depth = 2;
+    static constexpr size_t      arena_cap = size_t(16) << 20;   // pinned memory the arena grows to at most
     std::unique_ptr<slot>        slots[depth];
     // Every activation block of a call, converted straight into one NPU buffer kept from call to call (each block
     // is a view of it): nothing is copied into the slots, and a block shared by several launches is synced once.
