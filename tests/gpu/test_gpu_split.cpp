@@ -41,7 +41,10 @@ ggml_backend_reg_t fake_reg(std::vector<fake_device> devs) {
         std::vector<ggml_backend_device> handles;
         ggml_backend_reg reg;
     };
-    auto * st = new reg_state;   // the registry keeps it for the process
+    // the registry keeps it for the process (never freed, but reachable from here: not a leak)
+    static std::vector<reg_state *> * kept = new std::vector<reg_state *>;
+    auto * st = new reg_state;
+    kept->push_back(st);
     st->name = "FAKE" + devs.front().name;
     st->devs = std::move(devs);
     ggml_backend_device_i di = {};
