@@ -204,3 +204,43 @@ TEST(npu_shared_input, the_next_multiply_reads_the_converted_input_and_a_new_gra
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
 }
+
+// A call with more activation blocks than the arena may hold (a mixture of experts' hundreds, or under a tight
+// locked-memory limit) reuses the arena's places in turn: three K blocks of 512 tokens through two places give the
+// product of the rounded inputs, as the arena with a place for each does.
+TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
+    setenv("XDNA_EMU_LOG", "0", 0);
+    ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
+    const int64_t k = 3072, rows = 512, tokens = 512;
+    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    for (int64_t i = 0; i < k * rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(float((i * 13) % 9 - 4));
+    for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + 3) % 9 - 4);   // exact in bf16
+    std::vector<float> got[2];
+    for (int limited = 0; limited < 2; ++limited) {
+        std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
+        ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+        if (limited) npu->limit_activation_arena(2u << 20);   // two 1 MiB blocks of 512 x 1024 bf16
+        xdna::next_graph();
+        npu->begin(y, { 0, rows });
+        const xdna::work_result r = npu->end();
+        ASSERT_TRUE(r.ok) << r.error;
+        got[limited].assign((const float *) y->data, (const float *) y->data + rows * tokens);
+    }
+    for (int64_t t = 0; t < tokens; t += 37) {
+        for (int64_t r = 0; r < rows; r += 11) {
+            double ref = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w->data)[r * k + i])) * ((const float *) x->data)[t * k + i];
+            }
+            ASSERT_EQ(got[1][t * rows + r], ref) << "token " << t << ", row " << r;
+        }
+    }
+    EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}

@@ -52,6 +52,8 @@ class npu_worker final : public async_worker {
     bool prepare_weight(const ggml_tensor * w);
     // Loads the hardware contexts of the designs the worker uses.
     void load_designs();
+    // The most pinned memory the activation arena grows to (16 MiB); past it, its places are reused in turn.
+    void limit_activation_arena(size_t bytes) { arena_cap = bytes; }
 
     npu::weight_cache & cache() { return weights; }
     npu_runtime &  runtime() { return *rt; }
@@ -90,7 +92,7 @@ class npu_worker final : public async_worker {
     // keep the pipeline's pinned memory at 6 MiB with the activation arena's minimum, under the 8 MiB that many
     // distributions allow by default (ulimit -l): three cost 3 MiB more for no gain the timeline could show.
     static constexpr int         depth = 2;
-    static constexpr size_t      arena_cap = size_t(16) << 20;   // pinned memory the arena grows to at most
+    size_t                       arena_cap = size_t(16) << 20;   // pinned memory the arena grows to at most
     std::unique_ptr<slot>        slots[depth];
     // Every activation block of a call, converted straight into one NPU buffer kept from call to call (each block
     // is a view of it): nothing is copied into the slots, and a block shared by several launches is synced once.
