@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <regex>
 #include <string>
 
 namespace xdna_test {
@@ -33,6 +35,18 @@ inline const loaded_backends & load_backends() {
         return b;
     }();
     return lb;
+}
+
+// Rows the NPU computed, from the last report line the plugin appended at backend free (GGML_XDNA_REPORT); -1 when
+// no report file is set.
+inline long long npu_rows_reported() {
+    const char * path = getenv("GGML_XDNA_REPORT");
+    if (!path) return -1;
+    std::ifstream f(path);
+    std::string line, last;
+    while (std::getline(f, line)) last = line;
+    std::smatch m;
+    return std::regex_search(last, m, std::regex("npu: ([0-9]+) rows")) ? std::stoll(m[1]) : 0;
 }
 
 }  // namespace xdna_test

@@ -27,17 +27,6 @@ double nmse(const std::vector<uint8_t> & ref, const std::vector<uint8_t> & got) 
     return num / den;
 }
 
-// rows the NPU computed, from the report the plugin appends at backend free
-long long npu_rows_reported() {
-    const char * path = getenv("GGML_XDNA_REPORT");
-    if (!path) return -1;
-    std::ifstream f(path);
-    std::string line, last;
-    while (std::getline(f, line)) last = line;
-    std::smatch m;
-    return std::regex_search(last, m, std::regex("npu: ([0-9]+) rows")) ? std::stoll(m[1]) : 0;
-}
-
 // The NPU's rows for this share: whole 256-row steps, every row at 1.
 int64_t npu_rows_expected(int64_t m) {
     const char * v = getenv("GGML_XDNA_NPU_SHARE");

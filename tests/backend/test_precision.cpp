@@ -41,17 +41,6 @@ bool w8_on() {
     return v && atoi(v) == 1;
 }
 
-// rows the NPU computed, from the report the plugin appends at backend free
-long long npu_rows_reported() {
-    const char * path = getenv("GGML_XDNA_REPORT");
-    if (!path) return -1;
-    std::ifstream f(path);
-    std::string line, last;
-    while (std::getline(f, line)) last = line;
-    std::smatch m;
-    return std::regex_search(last, m, std::regex("npu: ([0-9]+) rows")) ? std::stoll(m[1]) : 0;
-}
-
 void request_f32_accumulation(ggml_tensor * t) {
 #if XDNA_HAS_PREC_REQUESTS
     ASSERT_TRUE(ggml_prec_set_acc(t, GGML_PREC_F32));
