@@ -30,15 +30,34 @@ if "$cxx" -shared -flto -O0 -Wodr -Werror=odr -o "$work/probe.so" "$work/probe1.
 fi
 rm -f "$work"/probe*
 
-# The compile commands of the plugin and everything linked into it, rewritten: objects into $work, no dependency
-# files, -O0 (the type checks need no optimisation) and LTO.
+# The compile commands of the objects linked into the plugin (those its link line names, directly or through the static
+# libraries it names; not those of the tools built on the way, such as the emulator's kernel generator, which are
+# executables compiled without -fPIC), rewritten: objects into $work, no dependency files, -O0 (the type checks need
+# no optimisation) and LTO.
 ninja -C "$build" -t commands ggml-xdna | python3 -c '
 import shlex, sys
 work = sys.argv[1]
-n = 0
+compiles, archives, linked = [], {}, None
 for line in sys.stdin:
     a = shlex.split(line)
-    if "-c" not in a or "-o" not in a:
+    if "-c" in a and "-o" in a:
+        compiles.append(a)
+    elif "ar" in [x.rsplit("/", 1)[-1] for x in a]:
+        i = [x.rsplit("/", 1)[-1] for x in a].index("ar")
+        archives[a[i + 2]] = [x for x in a[i + 3:] if x.endswith(".o")]
+    elif "-shared" in a:
+        linked = a
+if linked is None:
+    sys.exit("check-odr.sh: no link command of libggml-xdna.so")
+wanted = set()
+for x in linked:
+    if x.endswith(".o"):
+        wanted.add(x)
+    elif x in archives:
+        wanted.update(archives[x])
+n = 0
+for a in compiles:
+    if a[a.index("-o") + 1] not in wanted:
         continue
     out, skip = [], 0
     for i, x in enumerate(a):
