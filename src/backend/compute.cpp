@@ -19,7 +19,7 @@ void compute_engine::account(worker_kind kind, int64_t rows, const work_result &
     totals & t = sums[(int) kind];
     t.runs++;
     t.seconds += r.seconds;
-    if (r.ok) t.rows += rows; else t.failures++;
+    if (r.ok()) t.rows += rows; else t.failures++;
 }
 
 std::string compute_engine::summary() const {
@@ -40,73 +40,87 @@ std::string compute_engine::summary() const {
     return std::to_string(n_multiplies) + " multiplies; " + (out.empty() ? "no rows" : out);
 }
 
+// Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
+// the CPU worker (the planner decides who gets rows: next to the GPU, the NPU only joins large multiplies).
+void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const {
+    for (worker * w : others) {
+        if (!w->accepts(m) || !w->describe(m)) continue;
+        ws.push_back(w);
+        pw.push_back({ w->kind(), w->row_align(m), w->kind() == worker_kind::npu ? m.npu.cost : npu_cost_hint{} });
+    }
+    ws.push_back(&cpu);
+    pw.push_back({ worker_kind::cpu, cpu.row_align(m) });
+}
+
+// The CPU's part, on this thread while the device workers run: its own rows, then, of a MUL_MAT_ID, the rows of the
+// NPU's range for the experts the planner gave the CPU whole.
+work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
+                                     const std::vector<row_range> & rows) {
+    bool npu_along = false;
+    for (size_t i = 0; i + 1 < ws.size(); ++i) npu_along = npu_along || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
+    cpu.leave_a_core(npu_along);
+    work_result r;
+    {
+        trace::scope ts("cpu rows", own.size());
+        r = cpu.compute(m, own);
+    }
+    const double own_seconds = r.seconds;
+    for (size_t i = 0; r.ok() && i + 1 < ws.size(); ++i) {
+        if (ws[i]->kind() != worker_kind::npu || rows[i].empty() || !m.any_on_cpu()) continue;
+        trace::scope ts("cpu experts", rows[i].size());
+        r = cpu.compute_experts(m, rows[i]);
+    }
+    cpu.leave_a_core(false);
+    r.seconds = own_seconds;   // what the planner learns of the CPU: its own rows
+    return r;
+}
+
 ggml_status compute_engine::compute(const ggml_tensor * node) {
     n_multiplies++;
     trace::name_thread("llama.cpp thread: CPU worker");
     const double t_start = trace::on() ? now_seconds() : 0.0;
-    const shape_key key = shape_key_of(node, cpu.is_repacked(node->src[0]));
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
+    multiply m = describe_multiply(node);
+    planner.assign_experts(m);
 
-    // who can take part in this multiply (the planner decides who gets rows: next to the GPU, the NPU only joins
-    // large multiplies)
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
-    for (worker * w : others) {
-        if (w->accepts(node)) ws.push_back(w);
-    }
-    for (worker * w : ws) pw.push_back({ w->kind(), w->row_align(node), w->cost_hint(node) });
-    ws.push_back(&cpu);
-    pw.push_back({ worker_kind::cpu, cpu.row_align(node) });
+    participants(m, ws, pw);
+    const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw);
 
-    const std::vector<row_range> rows = planner.plan(key, node->src[0]->ne[1], pw);
-
-    // start the device workers, then do the CPU's share here, then collect
+    // start the device workers, then do the CPU's part here, then collect
     const size_t n_dev = ws.size() - 1;
     std::vector<double> busy0(n_dev, -1.0);
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         busy0[i] = ws[i]->device_busy_seconds();
-        ws[i]->begin(node, rows[i]);
+        ws[i]->begin(m, rows[i]);
     }
-    bool npu_along = false;
-    for (size_t i = 0; i < n_dev; ++i) npu_along = npu_along || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
-    cpu.leave_a_core(npu_along);
-    work_result cpu_res;
-    {
-        trace::scope ts("cpu rows", rows[n_dev].size());
-        cpu_res = cpu.compute(node, rows[n_dev]);
-    }
-    cpu.leave_a_core(false);
-    if (!cpu_res.ok) {
+    const work_result cpu_res = cpu_part(m, rows[n_dev], ws, rows);
+    if (!cpu_res.ok()) {
         // still collect the device workers before giving up, so none is left writing into the result
         for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty()) ws[i]->end();
-        XDNA_LOG_ERROR("CPU worker failed on %s: %s", key.str().c_str(), cpu_res.error.c_str());
-        return cpu_res.error == "aborted" ? GGML_STATUS_ABORTED : GGML_STATUS_FAILED;
+        XDNA_LOG_ERROR("CPU worker failed on %s: %s", m.key.str().c_str(), cpu_res.why().c_str());
+        return cpu_res.status;
     }
-    planner.report(key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
+    planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
     if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size(), cpu_res);
 
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         const work_result r = ws[i]->end();
         if (busy0[i] >= 0.0) sums[(int) ws[i]->kind()].busy += ws[i]->device_busy_seconds() - busy0[i];
-        planner.report(key, ws[i]->kind(), rows[i].size(), r.seconds - r.once_seconds, r.ok,
+        planner.report(m.key, ws[i]->kind(), rows[i].size(), r.seconds - r.once_seconds, r.ok(),
                        r.fixed_seconds >= 0.0 ? std::max(0.0, r.fixed_seconds - r.once_seconds) : -1.0);
         account(ws[i]->kind(), rows[i].size(), r);
-        if (r.ok && !r.experts_left.empty()) {
-            // experts with too few routed tokens for the device: the CPU does their rows too
-            const work_result rest = cpu.compute_experts(node, rows[i], r.experts_left);
-            if (!rest.ok) return GGML_STATUS_FAILED;
-        }
-        if (!r.ok) {
-            // the result must still be right: the CPU redoes these rows
-            XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),
-                          key.str().c_str(), r.error.c_str());
-            const work_result redo = cpu.compute(node, rows[i]);
-            if (!redo.ok) return GGML_STATUS_FAILED;
-        }
+        if (r.ok()) continue;
+        // the result must still be right: the CPU redoes these rows
+        XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),
+                      m.key.str().c_str(), r.why().c_str());
+        const work_result redo = cpu.compute(m, rows[i]);
+        if (!redo.ok()) return redo.status;
     }
-    if (trace::on()) trace::add("multiply", t_start, now_seconds(), key.rows, std::string(node->name) + ": " + key.str());
+    if (trace::on()) trace::add("multiply", t_start, now_seconds(), m.key.rows, std::string(node->name) + ": " + m.key.str());
     return GGML_STATUS_SUCCESS;
 }
 

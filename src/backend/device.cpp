@@ -1,5 +1,6 @@
 #include "backend/device.h"
 
+#include "convert/xdna-convert.h"
 #include "util/log.h"
 #include "workers/gpu/gpu_device.h"
 #include "workers/npu/npu_worker.h"
@@ -15,6 +16,7 @@ planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
     o.npu_share = npu_share;
     o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
+    o.moe_min_tokens = c.npu_moe_min_tokens;
     return o;
 }
 
@@ -71,7 +73,8 @@ device_state::~device_state() {
 }
 
 void device_state::offer_weight(const ggml_tensor * op) {
-    if (warmup && op->op == GGML_OP_MUL_MAT && npu->accepts(op)) warmup->offer(op->src[0]);
+    if (!warmup || op->op != GGML_OP_MUL_MAT) return;
+    if (npu->accepts(describe_multiply(op))) warmup->offer(op->src[0]);
 }
 
 void device_state::prompt_arrived() {
@@ -122,8 +125,7 @@ std::string device_state::description() const {
 
 void device_state::log_decision_once(const ggml_tensor * op, bool claimed, const char * why) {
     if (!cfg.debug || (op->op != GGML_OP_MUL_MAT && op->op != GGML_OP_MUL_MAT_ID)) return;
-    const bool repacked = op->src[0]->buffer && ggml_backend_buffer_get_type(op->src[0]->buffer) == repack_buft();
-    std::string key = shape_key_of(op, repacked).str();
+    std::string key = shape_key_of(op, xdna_tensor_in_repack_buffer(op->src[0])).str();
     std::string line = key + (claimed ? ": claimed" : std::string(": left to the CPU backend (") + why + ")");
     {
         std::lock_guard<std::mutex> lock(mtx);

@@ -44,7 +44,7 @@ struct device_state {
     // logs a routing decision once per shape and verdict (GGML_XDNA_DEBUG=1)
     void log_decision_once(const ggml_tensor * op, bool claimed, const char * why);
 
-    // a claimed multiply's weight, offered to the load-time warm-up
+    // a node of a graph handed to the backend: a multiply's weight the NPU takes is offered to the load-time warm-up
     void offer_weight(const ggml_tensor * op);
     // a graph is about to be computed: the warm-up stops
     void prompt_arrived();

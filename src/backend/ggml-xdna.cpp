@@ -30,6 +30,18 @@ struct ggml_backend_xdna_context {
     std::unique_ptr<compute_engine> engine;
 };
 
+static ggml_guid_t ggml_backend_xdna_guid() {
+    static ggml_guid guid = { 0x58, 0x44, 0x4e, 0x41, 0x31, 0x2d, 0x67, 0x67, 0x6d, 0x6c, 0x2d, 0x78, 0x64, 0x6e, 0x61, 0x01 };
+    return &guid;
+}
+
+// The backend's context, checked: the functions handed out through get_proc_address can be called with any backend,
+// and only an XDNA one has this context (null otherwise).
+static ggml_backend_xdna_context * ggml_backend_xdna_context_of(ggml_backend_t backend) {
+    if (backend == nullptr || !ggml_guid_matches(backend->guid, ggml_backend_xdna_guid())) return nullptr;
+    return (ggml_backend_xdna_context *) backend->context;
+}
+
 static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
     return "XDNA";
 }
@@ -88,29 +100,48 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
     return GGML_STATUS_SUCCESS;
 }
 
+// Where ggml hands the backend its part of a graph before computing it (at the context's reserve, before the first
+// prompt, and for every graph after): the weights its multiplies will read are offered to the NPU's warm-up, which
+// converts them in the background until the first prompt arrives.
+#if XDNA_HAS_GRAPH_OPTIMIZE_PARAMS
+static void ggml_backend_xdna_graph_optimize(ggml_backend_t, struct ggml_cgraph * cgraph,
+                                             struct ggml_backend_graph_optimize_params *) {
+#else
+static void ggml_backend_xdna_graph_optimize(ggml_backend_t, struct ggml_cgraph * cgraph) {
+#endif
+    device_state & st = xdna_state();
+    for (int i = 0; i < cgraph->n_nodes; i++) st.offer_weight(cgraph->nodes[i]);
+}
+
 // The interface tables are filled by member name (every other slot null), not by position: the structs grew members in
 // the middle between the supported ggml versions (cmake/ggml.cmake).
 static ggml_backend_i make_backend_i() {
     ggml_backend_i i{};
     i.get_name      = ggml_backend_xdna_get_name;
     i.free          = ggml_backend_xdna_free;
-    i.graph_compute = ggml_backend_xdna_graph_compute;
+    i.graph_compute  = ggml_backend_xdna_graph_compute;
+    i.graph_optimize = ggml_backend_xdna_graph_optimize;
     return i;
 }
 static const ggml_backend_i ggml_backend_xdna_i = make_backend_i();
 
-static ggml_guid_t ggml_backend_xdna_guid() {
-    static ggml_guid guid = { 0x58, 0x44, 0x4e, 0x41, 0x31, 0x2d, 0x67, 0x67, 0x6d, 0x6c, 0x2d, 0x78, 0x64, 0x6e, 0x61, 0x01 };
-    return &guid;
-}
-
 static void ggml_backend_xdna_set_n_threads(ggml_backend_t backend, int n_threads) {
-    auto * ctx = (ggml_backend_xdna_context *) backend->context;
+    ggml_backend_xdna_context * ctx = ggml_backend_xdna_context_of(backend);
+    if (!ctx) {
+        XDNA_LOG_ERROR("ggml_backend_set_n_threads of the XDNA backend called with another backend (%s): ignored",
+                       backend ? ggml_backend_name(backend) : "null");
+        return;
+    }
     ctx->cpu->set_n_threads(n_threads);
 }
 
 static void ggml_backend_xdna_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void * data) {
-    auto * ctx = (ggml_backend_xdna_context *) backend->context;
+    ggml_backend_xdna_context * ctx = ggml_backend_xdna_context_of(backend);
+    if (!ctx) {
+        XDNA_LOG_ERROR("ggml_backend_set_abort_callback of the XDNA backend called with another backend (%s): ignored",
+                       backend ? ggml_backend_name(backend) : "null");
+        return;
+    }
     ctx->cpu->set_abort_callback(cb, data);
 }
 
@@ -159,8 +190,10 @@ static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t d
         XDNA_LOG_ERROR("no CPU backend is registered; the XDNA backend needs it for its CPU worker");
         return nullptr;
     }
+    std::unique_ptr<cpu_worker> cpu = cpu_worker::create(cpu_dev);
+    if (!cpu) return nullptr;   // said in one line
     auto * ctx   = new ggml_backend_xdna_context;
-    ctx->cpu     = std::make_unique<cpu_worker>(cpu_dev, st.repack_buft());
+    ctx->cpu     = std::move(cpu);
     ctx->engine  = std::make_unique<compute_engine>(st.planner, st.decode_planner, st.cfg.min_batch, *ctx->cpu,
                                                     st.device_workers);
     auto * backend    = new ggml_backend{};
@@ -184,7 +217,6 @@ static bool ggml_backend_xdna_device_supports_op(ggml_backend_dev_t, const struc
     const char * why = nullptr;
     const bool ok = claim(op, st.claim_ctx(), &why);
     st.log_decision_once(op, ok, why);
-    if (ok) st.offer_weight(op);
     return ok;
 }
 

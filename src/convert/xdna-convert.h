@@ -19,6 +19,10 @@
 // ---------------------------------------------------------------------------------------------------------------------
 // Repacked layouts: a run-time probe of the CPU backend that is loaded
 
+// The rows of a repacked layout's group: a row range of a repacked weight must start and end on a multiple of it
+// (or at the weight's end), or the CPU computes garbage without an error.
+constexpr int64_t XDNA_REPACK_ROWS = 8;
+
 // The x86 layouts of the CPU backend: 8 rows interleaved in 8-byte chunks. Index into xdna_repack_probe_result::types.
 enum xdna_repack_kind {
     XDNA_REPACK_Q4_0 = 0,

@@ -9,34 +9,6 @@
 
 namespace xdna {
 
-std::string shape_key::str() const {
-    char buf[160];
-    snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s", ggml_op_name((ggml_op) op),
-             ggml_type_name((ggml_type) type), repacked ? "(repacked)" : "", (long long) k, (long long) rows,
-             (long long) tokens, experts > 1 ? (" experts=" + std::to_string(experts)).c_str() : "");
-    return buf;
-}
-
-size_t shape_key_hash::operator()(const shape_key & s) const {
-    size_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked);
-    return h;
-}
-
-shape_key shape_key_of(const ggml_tensor * node, bool repacked) {
-    shape_key k;
-    const ggml_tensor * w = node->src[0];
-    k.op       = node->op;
-    k.type     = w->type;
-    k.k        = w->ne[0];
-    k.rows     = w->ne[1];
-    k.experts  = node->op == GGML_OP_MUL_MAT_ID ? w->ne[2] : 1;
-    k.tokens   = node->op == GGML_OP_MUL_MAT_ID ? node->src[1]->ne[2] : node->src[1]->ne[1];
-    k.repacked = repacked;
-    return k;
-}
-
 namespace {
 
 constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
@@ -61,6 +33,15 @@ split_planner::split_planner(planner_options o) : opts(std::move(o)) {
     if (opts.reprobe_every < 1) opts.reprobe_every = 1;
     if (opts.reprobe_max_every < opts.reprobe_every) opts.reprobe_max_every = opts.reprobe_every;
     if (!(opts.hysteresis >= 0.0)) opts.hysteresis = 0.0;
+}
+
+void split_planner::assign_experts(multiply & m) const {
+    if (!m.is_id() || m.routing.experts() == 0) return;
+    m.cpu_expert.assign(m.routing.experts(), 0);
+    for (int64_t e = 0; e < m.routing.experts(); ++e) {
+        const int64_t n = m.routing.tokens_of(e);
+        m.cpu_expert[e] = n > 0 && n < opts.moe_min_tokens;
+    }
 }
 
 double split_planner::npu_work(const shape_state & st, int64_t rows) const {
@@ -276,12 +257,11 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
             const npu_cost_hint & h = workers[idx[NPU]].cost;
             if (st.calls == 1 || !(h == st.hint)) {
                 // the unit of the NPU's work changes with the blocks: measurements in another unit are dropped
-                const bool same_unit = st.hint.blocks() == h.blocks() &&
-                    (!h.blocks() || (st.hint.block_rows == h.block_rows && st.hint.launches_per_block == h.launches_per_block));
-                if (!same_unit) st.model[NPU] = cost_model();
+                // (a MUL_MAT_ID's launches change with its routing from one multiply to the next: the same unit)
+                if (!st.hint.same_unit(h)) st.model[NPU] = cost_model();
                 st.hint = h;
                 if (st.npu_split) st.model[NPU].set_prior(0.0, h.launch_s, false);
-                else st.model[NPU].set_prior(h.fixed_s > 0.0 ? h.fixed_s : opts.npu_overhead_s, h.launch_s, true);
+                else st.model[NPU].set_prior(h.fixed_s, h.launch_s, true);
             }
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {

@@ -6,7 +6,8 @@
 //
 // Auto split (npu_share < 0), per shape:
 // - each worker's time is learned as a + b * work (cost_model.h): the CPU's and GPU's in proportion to their rows,
-//   the NPU's from its kernels' launch cost when its worker gives a hint (npu_cost_hint), corrected by measurement;
+//   the NPU's in launches of the block its worker chose (the multiply's description, m.npu), starting from the cost
+//   the worker predicts and corrected by measurement: its fixed part and its cost per launch apart;
 // - the NPU gets the number of steps that makes the multiply finish earliest, given that the GPU and CPU share the
 //   other rows in proportion to their speed; a share changes only when the predicted gain exceeds `hysteresis`;
 // - until its model rests on two measurements the NPU keeps one block, and a shape it dropped out of gets one block
@@ -28,41 +29,11 @@
 
 namespace xdna {
 
-// What the planner learns per: one matrix shape and weight type.
-struct shape_key {
-    int     op       = 0;   // ggml_op
-    int     type     = 0;   // ggml_type of the weight
-    int64_t k        = 0;   // inputs
-    int64_t rows     = 0;   // output rows (per expert)
-    int64_t tokens   = 0;   // tokens (columns of the activations)
-    int64_t experts  = 1;   // MUL_MAT_ID: experts in the weight
-    bool    repacked = false;
-
-    bool operator==(const shape_key & o) const {
-        return op == o.op && type == o.type && k == o.k && rows == o.rows && tokens == o.tokens &&
-               experts == o.experts && repacked == o.repacked;
-    }
-    std::string str() const;
-    double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens; }   // of the whole multiply
-};
-
-struct shape_key_hash {
-    size_t operator()(const shape_key & s) const;
-};
-
-shape_key shape_key_of(const ggml_tensor * node, bool repacked);
-
-// How the NPU worker predicts its own time for a multiply, from its kernels: r rows take
-//   fixed_s + ceil(r / block_rows) * launches_per_block * launch_s
-// seconds. The planner then counts the NPU's work in launches (a partial block costs a whole one), starts from
-// fixed_s and launch_s where given (> 0), and corrects both per shape by measurement. Without block_rows it counts
-// the NPU's work in rows and learns it from measurements alone.
-
 // A worker as the planner sees it for one multiply.
 struct plan_worker {
     worker_kind   kind;
     int64_t       align = 1;   // row alignment it needs for this multiply
-    npu_cost_hint cost  = {};  // NPU only, optional
+    npu_cost_hint cost  = {};  // NPU only, optional (from m.npu.cost)
 };
 
 struct planner_options {
@@ -73,7 +44,7 @@ struct planner_options {
     double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
     double  max_margin     = 0.12;    // the most that repeated changes raise that margin to
     int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
-    double  npu_overhead_s = 200e-6;  // NPU time per multiply assumed before measurement when there is no hint
+    int64_t moe_min_tokens = 16;      // a MUL_MAT_ID's experts with fewer routed tokens go to the CPU whole
     double  gpu_npu_min_gflop = 4.0;  // next to a GPU worker the NPU only joins multiplies of at least this size
     double  cpu_interference = 0.15;  // the CPU next to the NPU and alone are told apart past this relative gap
     // Where decision lines go when they change. Empty: the plugin's debug log (shown with GGML_XDNA_DEBUG=1).
@@ -83,6 +54,11 @@ struct planner_options {
 class split_planner {
   public:
     explicit split_planner(planner_options opts = {});
+
+    // MUL_MAT_ID: which experts the CPU computes whole, whatever the split (m.cpu_expert): those with fewer routed
+    // tokens than `moe_min_tokens`, whose launches would cost the NPU more than their rows are worth. The CPU
+    // computes them beside the device workers. Before the workers describe their part (their cost depends on it).
+    void assign_experts(multiply & m) const;
 
     // Row ranges for `workers` (same order) of a multiply with `n_rows` output rows. Every row goes to exactly one
     // worker. Deterministic given the options and the calls so far.

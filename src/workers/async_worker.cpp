@@ -25,16 +25,16 @@ void async_worker::stop_thread() {
     thread.join();
 }
 
-void async_worker::begin(const ggml_tensor * node, row_range rows) {
+void async_worker::begin(const multiply & m, row_range rows) {
     std::unique_lock<std::mutex> lock(mtx);
     cv.wait(lock, [this] { return !owned; });
     owned    = true;
-    job_node = node;
+    job      = &m;
     job_rows = rows;
     done     = false;
     if (!running) {
         // no thread (it failed to start, or was stopped): report instead of hanging
-        result  = { false, 0.0, "worker thread is not running" };
+        result  = work_result::failed(work_failure::device_unavailable, "its worker thread is not running");
         done    = true;
         return;
     }
@@ -58,15 +58,16 @@ void async_worker::loop() {
         cv.wait(lock, [this] { return pending || !running; });
         if (pending) {
             pending = false;
-            const ggml_tensor * node = job_node;
+            const multiply & m = *job;
             const row_range rows = job_rows;
             lock.unlock();
             const double t0 = now_seconds();
             work_result r;
             try {
-                r = run(node, rows);
+                r = run(m, rows);
             } catch (const std::exception & e) {
-                r = { false, 0.0, e.what() };
+                // the workers catch their device's errors themselves; this is the last guard of the thread
+                r = work_result::failed(work_failure::device_run, e.what());
             }
             if (r.seconds == 0.0) r.seconds = now_seconds() - t0;
             lock.lock();

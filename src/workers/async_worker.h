@@ -18,12 +18,12 @@ class async_worker : public worker {
   public:
     ~async_worker() override;
 
-    void begin(const ggml_tensor * node, row_range rows) final;
+    void begin(const multiply & m, row_range rows) final;
     work_result end() final;
 
   protected:
-    // Computes `rows` of `node` on the worker thread.
-    virtual work_result run(const ggml_tensor * node, row_range rows) = 0;
+    // Computes `rows` of `m` on the worker thread.
+    virtual work_result run(const multiply & m, row_range rows) = 0;
 
     // Derived classes start the thread once they are ready, and stop it in their destructor (before their members
     // go away).
@@ -40,7 +40,7 @@ class async_worker : public worker {
     bool                    owned    = false;   // between a caller's begin() and end()
     bool                    pending  = false;   // a job waits for the thread
     bool                    done     = false;   // its result is ready
-    const ggml_tensor *     job_node = nullptr;
+    const multiply *        job = nullptr;
     row_range               job_rows;
     work_result             result;
 };

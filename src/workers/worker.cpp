@@ -1,6 +1,7 @@
 #include "workers/worker.h"
 
 #include <atomic>
+#include <string>
 
 namespace xdna {
 
@@ -16,6 +17,29 @@ const char * worker_kind_name(worker_kind kind) {
         case worker_kind::cpu: return "cpu";
     }
     return "?";
+}
+
+const char * work_failure_name(work_failure f) {
+    switch (f) {
+        case work_failure::none:               return "no failure";
+        case work_failure::aborted:            return "aborted";
+        case work_failure::cpu_backend:        return "the CPU backend failed";
+        case work_failure::misaligned_rows:    return "rows not aligned to the weight's layout";
+        case work_failure::no_kernel:          return "no NPU kernel for this weight";
+        case work_failure::weight_conversion:  return "weight conversion failed";
+        case work_failure::device_memory:      return "no device memory";
+        case work_failure::device_run:         return "the device run failed";
+        case work_failure::nonfinite_output:   return "NaN, Inf or impossible values in the device's output";
+        case work_failure::device_unavailable: return "the device is unavailable";
+        case work_failure::bad_routing:        return "expert id out of range";
+        case work_failure::unsupported:        return "the device does not support this multiply";
+    }
+    return "?";
+}
+
+std::string work_result::why() const {
+    const std::string name = work_failure_name(reason);
+    return detail.empty() ? name : name + ": " + detail;
 }
 
 }  // namespace xdna

@@ -3,6 +3,8 @@
 // of the same result tensor, so nothing is merged afterwards.
 #pragma once
 
+#include "workers/multiply.h"
+
 #include "ggml.h"
 
 #include <cstdint>
@@ -31,33 +33,47 @@ const char * worker_kind_name(worker_kind kind);
 uint64_t graph_epoch();
 void     next_graph();
 
-struct work_result {
-    bool        ok      = true;
-    double      seconds = 0.0;   // wall time of the worker's own part
-    std::string error;           // why it failed (ok == false); the caller recomputes the rows on the CPU
-    // the part of `seconds` that does not grow with the rows (the NPU: its set-up before the first launch and its
-    // last result after the last run), measured apart so that the planner need not guess it; < 0: not measured
-    double      fixed_seconds = -1.0;
-    // the part of `seconds` spent on work done once for good (converting a weight into the NPU's cache): a cost of
-    // the first use, not of the multiply, which the planner must not learn from
-    double      once_seconds = 0.0;
-    // MUL_MAT_ID: experts whose rows this worker left (too few routed tokens to be worth it); the caller computes
-    // the same rows of these experts on the CPU
-    std::vector<int32_t> experts_left{};
+// Why a worker's part of a multiply failed. The status says what the engine does (ABORTED: the graph stops, as the
+// user asked; FAILED: the CPU redoes the rows); the reason says why, in the one log line.
+enum class work_failure {
+    none,
+    aborted,              // the abort callback asked to stop
+    cpu_backend,          // the private CPU backend failed (or could not be created)
+    misaligned_rows,      // rows off a repacked weight's 8-row groups, which would give garbage
+    no_kernel,            // no NPU kernel for this weight or shape
+    weight_conversion,    // the weight could not be converted for the device
+    device_memory,        // no device buffer or pinned memory to be had
+    device_run,           // the device failed to launch, run or finish in time
+    nonfinite_output,     // NaN, Inf or impossible values in the device's output
+    device_unavailable,   // the device could not be opened, or its worker's thread is not running
+    bad_routing,          // a MUL_MAT_ID's expert id out of range
+    unsupported,          // the device does not support this multiply
 };
 
-// What a device worker tells the planner about its cost on one multiply, beyond what the planner measures: the NPU's
-// time grows in whole launches, so the planner models it per launch (see src/planner/planner.h).
-struct npu_cost_hint {
-    double  fixed_s            = 0.0;   // per multiply whatever its rows (first dispatch, activation conversion)
-    double  launch_s           = 0.0;   // per kernel launch: dispatch, or the block's compute if longer
-    int64_t block_rows         = 0;     // weight rows per launch
-    int64_t launches_per_block = 1;     // launches per block of rows: ceil(K / block K) * ceil(tokens / block tokens)
+const char * work_failure_name(work_failure f);
 
-    bool blocks() const { return block_rows > 0 && launches_per_block > 0; }
-    bool operator==(const npu_cost_hint & o) const {
-        return fixed_s == o.fixed_s && launch_s == o.launch_s && block_rows == o.block_rows &&
-               launches_per_block == o.launches_per_block;
+struct work_result {
+    ggml_status  status  = GGML_STATUS_SUCCESS;
+    work_failure reason  = work_failure::none;
+    std::string  detail;         // the particulars, for the log line (the device's own message); may be empty
+    double       seconds = 0.0;  // wall time of the worker's own part
+    // the part of `seconds` that does not grow with the rows (the NPU: its set-up before the first launch and its
+    // last result after the last run), measured apart so that the planner need not guess it; < 0: not measured
+    double       fixed_seconds = -1.0;
+    // the part of `seconds` spent on work done once for good (converting a weight into the NPU's cache): a cost of
+    // the first use, not of the multiply, which the planner must not learn from
+    double       once_seconds = 0.0;
+
+    bool ok() const { return status == GGML_STATUS_SUCCESS; }
+    std::string why() const;   // "reason: detail", for the log
+
+    static work_result failed(work_failure reason, std::string detail = {}, double seconds = 0.0) {
+        work_result r;
+        r.status  = reason == work_failure::aborted ? GGML_STATUS_ABORTED : GGML_STATUS_FAILED;
+        r.reason  = reason;
+        r.detail  = std::move(detail);
+        r.seconds = seconds;
+        return r;
     }
 };
 
@@ -68,22 +84,23 @@ class worker {
     virtual worker_kind kind() const = 0;
     virtual const char * name() const = 0;
 
-    // Whether this worker can take rows of `node` at all (a GPU cannot read the CPU's repacked weights, say).
-    virtual bool accepts(const ggml_tensor * node) const = 0;
+    // Whether this worker can take rows of `m` at all (a GPU cannot read the CPU's repacked weights, say).
+    virtual bool accepts(const multiply & m) const = 0;
 
-    // Row granularity the worker needs for `node`: its ranges start and end on multiples of this (or at the end).
-    virtual int64_t row_align(const ggml_tensor * node) const = 0;
+    // Row granularity the worker needs for `m`: its ranges start and end on multiples of this (or at the end).
+    virtual int64_t row_align(const multiply & m) const = 0;
 
-    // Starts computing `rows` of `node`. Workers with a device of their own return at once; the CPU worker computes
-    // here, on the calling thread. Each begin() is followed by exactly one end().
-    virtual void begin(const ggml_tensor * node, row_range rows) = 0;
+    // Completes the description with this worker's own part, once per multiply before the planner is asked (the
+    // NPU: the block it will run and its cost, m.npu). Called only when accepts(m); false: it has nothing to do in m
+    // (every expert went to the CPU), and the planner leaves it out.
+    virtual bool describe(multiply & m) const { (void) m; return true; }
+
+    // Starts computing `rows` of `m`, which must stay alive until end(). Workers with a device of their own return
+    // at once; the CPU worker computes here, on the calling thread. Each begin() is followed by exactly one end().
+    virtual void begin(const multiply & m, row_range rows) = 0;
 
     // Waits for the work started by begin().
     virtual work_result end() = 0;
-
-    // The cost structure of `node` on this worker, if it has one to tell (the NPU); the same for every multiply of
-    // one shape.
-    virtual npu_cost_hint cost_hint(const ggml_tensor * node) const { (void) node; return {}; }
 
     // Seconds its device has been busy with work so far in this process (the NPU's runs), < 0 when not known.
     virtual double device_busy_seconds() const { return -1.0; }

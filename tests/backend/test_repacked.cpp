@@ -56,15 +56,17 @@ TEST_P(repacked, cpu_worker_row_slices_are_bit_identical) {
     const std::vector<uint8_t> ref = run(cpu, rc.node);
     ggml_backend_free(cpu);
 
-    xdna::cpu_worker worker(lb.cpu_dev, lb.repack_buft);
-    ASSERT_TRUE(worker.is_repacked(rc.node->src[0]));
-    ASSERT_EQ(worker.row_align(rc.node), 8);
+    std::unique_ptr<xdna::cpu_worker> worker = xdna::cpu_worker::create(lb.cpu_dev);
+    ASSERT_NE(worker, nullptr);
+    const xdna::multiply m = xdna::describe_multiply(rc.node);
+    ASSERT_TRUE(m.repacked);
+    ASSERT_EQ(worker->row_align(m), 8);
     std::vector<uint8_t> zero(ggml_nbytes(rc.node), 0);
     ggml_backend_tensor_set(rc.node, zero.data(), 0, zero.size());
     const int64_t cut = (c.m / 3) / 8 * 8;   // an uneven split on an 8-row boundary
     for (xdna::row_range r : { xdna::row_range{ 0, cut }, xdna::row_range{ cut, c.m } }) {
-        const xdna::work_result res = worker.compute(rc.node, r);
-        ASSERT_TRUE(res.ok) << res.error;
+        const xdna::work_result res = worker->compute(m, r);
+        ASSERT_TRUE(res.ok()) << res.why();
     }
     const std::vector<uint8_t> got = rc.result();
     EXPECT_EQ(memcmp(ref.data(), got.data(), ref.size()), 0) << name_of(c) << ": row slices differ from the whole";

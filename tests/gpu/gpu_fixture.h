@@ -84,7 +84,7 @@ inline std::string name_of(const mm_case & c) {
 
 // One multiply with its weight in `weight_buft` (a plain CPU buffer by default) and its activations and result in a
 // CPU buffer, as llama.cpp has them with -ngl 0.
-struct multiply {
+struct mm_tensors {
     ggml_context *        wctx = nullptr;
     ggml_context *        actx = nullptr;
     ggml_backend_buffer_t wbuf = nullptr;
@@ -92,7 +92,7 @@ struct multiply {
     ggml_tensor *         node = nullptr;
     std::vector<float>    wf;   // the weight as floats (before quantization)
 
-    multiply(const mm_case & c, ggml_backend_buffer_type_t weight_buft = nullptr, uint32_t seed = 1) {
+    mm_tensors(const mm_case & c, ggml_backend_buffer_type_t weight_buft = nullptr, uint32_t seed = 1) {
         ggml_init_params p = { 16 * ggml_tensor_overhead(), nullptr, true };
         wctx = ggml_init(p);
         actx = ggml_init(p);
@@ -136,7 +136,7 @@ struct multiply {
         ggml_backend_tensor_set(w, bytes.data(), 0, bytes.size());
     }
 
-    ~multiply() {
+    ~mm_tensors() {
         if (abuf) ggml_backend_buffer_free(abuf);
         if (wbuf) ggml_backend_buffer_free(wbuf);
         if (actx) ggml_free(actx);
@@ -157,7 +157,7 @@ struct multiply {
 };
 
 // The stock CPU backend's result of the whole multiply.
-inline std::vector<float> cpu_reference(multiply & mm) {
+inline std::vector<float> cpu_reference(mm_tensors & mm) {
     ggml_backend_t cpu = ggml_backend_dev_init(env().cpu_dev, nullptr);
     ggml_init_params p = { ggml_graph_overhead(), nullptr, true };
     ggml_context * gctx = ggml_init(p);

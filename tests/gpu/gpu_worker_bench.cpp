@@ -24,14 +24,15 @@ double median(std::vector<double> v) {
 }
 
 // Median wall time of `reps` whole multiplies (after one warm-up run), in ms.
-double time_worker(xdna::worker & w, multiply & mm, int reps, bool * ok) {
+double time_worker(xdna::worker & w, mm_tensors & mm, int reps, bool * ok) {
     std::vector<double> t;
     for (int i = 0; i <= reps; ++i) {
         const double t0 = xdna::now_seconds();
-        w.begin(mm.node, { 0, mm.rows() });
+        const xdna::multiply desc = xdna::describe_multiply(mm.node);
+        w.begin(desc, { 0, mm.rows() });
         const xdna::work_result r = w.end();
-        if (!r.ok) {
-            fprintf(stderr, "%s failed: %s\n", w.name(), r.error.c_str());
+        if (!r.ok()) {
+            fprintf(stderr, "%s failed: %s\n", w.name(), r.why().c_str());
             *ok = false;
             return 0.0;
         }
@@ -74,7 +75,9 @@ int main(int argc, char ** argv) {
     printf("%-11s %9s %11s %11s %11s %9s %9s %10s\n", "K x M", "GFLOP", "upload ms", "gpu ms", "gpu-scat ms", "cpu ms",
            "gpu/cpu", "act GB/s");
 
-    xdna::cpu_worker cpu(env().cpu_dev, env().repack_buft);
+    std::unique_ptr<xdna::cpu_worker> cpu_w = xdna::cpu_worker::create(env().cpu_dev);
+    if (!cpu_w) return 1;
+    xdna::cpu_worker & cpu = *cpu_w;
     cpu.set_n_threads(threads);
     xdna::gpu_worker_options strided, scatter;
     strided.out = xdna::gpu_worker_options::read_mode::strided;
@@ -84,10 +87,10 @@ int main(int argc, char ** argv) {
     for (std::string s; std::getline(ss, s, ',');) {
         int64_t k = 0, m = 0;
         if (sscanf(s.c_str(), "%ldx%ld", &k, &m) != 2) { fprintf(stderr, "bad shape %s\n", s.c_str()); return 2; }
-        multiply mm({ type, k, m, tokens });
+        mm_tensors mm({ type, k, m, tokens });
         xdna::gpu_worker g1(env().gpu_dev, strided), g2(env().gpu_dev, scatter);
         const double t0 = xdna::now_seconds();
-        g1.begin(mm.node, { 0, m });
+        g1.begin(xdna::describe_multiply(mm.node), { 0, m });
         g1.end();
         const double first_ms = (xdna::now_seconds() - t0) * 1e3;
         const double gpu_ms = time_worker(g1, mm, reps, &ok);

@@ -132,18 +132,18 @@ namespace {
 // A stand-in NPU that computes its rows on a private CPU backend and remembers what it was given.
 class recording_npu final : public worker {
   public:
-    recording_npu() : cpu(env().cpu_dev, env().repack_buft) {}
+    recording_npu() : cpu(cpu_worker::create(env().cpu_dev)) {}
     worker_kind kind() const override { return worker_kind::npu; }
     const char * name() const override { return "test-npu"; }
-    bool accepts(const ggml_tensor *) const override { return true; }
-    int64_t row_align(const ggml_tensor *) const override { return 256; }
-    void begin(const ggml_tensor * node, row_range rows) override { taken += rows.size(); last = cpu.compute(node, rows); }
+    bool accepts(const xdna::multiply &) const override { return true; }
+    int64_t row_align(const xdna::multiply &) const override { return 256; }
+    void begin(const xdna::multiply & m, row_range rows) override { taken += rows.size(); last = cpu->compute(m, rows); }
     work_result end() override { return last; }
 
     int64_t taken = 0;
 
   private:
-    cpu_worker  cpu;
+    std::unique_ptr<cpu_worker> cpu;
     work_result last;
 };
 
@@ -153,15 +153,15 @@ struct split_run {
 
 // One multiply through the engine with the fake NPU (fixed half of the rows when it joins), the GPU worker on
 // `gpu_dev` and the CPU worker; the result must equal the stock CPU's.
-split_run run_split(multiply & mm, ggml_backend_dev_t gpu_dev) {
+split_run run_split(mm_tensors & mm, ggml_backend_dev_t gpu_dev) {
     const std::vector<float> ref = cpu_reference(mm);
     planner_options po;
     po.npu_share = 0.5;
     split_planner planner(po);
-    cpu_worker cpu(env().cpu_dev, env().repack_buft);
+    std::unique_ptr<cpu_worker> cpu = cpu_worker::create(env().cpu_dev);
     recording_npu npu;
     gpu_worker gpu(gpu_dev);
-    compute_engine engine(planner, planner, 1, cpu, { &npu, &gpu });
+    compute_engine engine(planner, planner, 1, *cpu, { &npu, &gpu });
     mm.fill_result(0.0f);
     EXPECT_EQ(engine.compute(mm.node), GGML_STATUS_SUCCESS);
     const std::vector<float> got = mm.result();
@@ -180,7 +180,7 @@ split_run run_split(multiply & mm, ggml_backend_dev_t gpu_dev) {
 TEST(gpu_split, a_small_multiply_goes_to_gpu_and_cpu_only) {
     if (!env().gpu_dev) FAIL() << env().error;
     ASSERT_EQ(get_config().gpu_npu_min_gflop, 4.0) << "the test assumes the default threshold";
-    multiply mm({ GGML_TYPE_Q8_0, 512, 512, 32 });   // 0.017 GFLOP
+    mm_tensors mm({ GGML_TYPE_Q8_0, 512, 512, 32 });   // 0.017 GFLOP
     const split_run s = run_split(mm, env().gpu_dev);
     EXPECT_EQ(s.npu, 0);
     EXPECT_EQ(s.gpu, 1);
@@ -189,7 +189,7 @@ TEST(gpu_split, a_small_multiply_goes_to_gpu_and_cpu_only) {
 // At or above the threshold all three workers share it.
 TEST(gpu_split, a_large_multiply_goes_to_all_three) {
     if (!env().cpu_dev) FAIL();
-    multiply mm({ GGML_TYPE_Q8_0, 4096, 4096, 128 });   // 4.29 GFLOP
+    mm_tensors mm({ GGML_TYPE_Q8_0, 4096, 4096, 128 });   // 4.29 GFLOP
     ASSERT_GE(shape_key_of(mm.node, false).flops(), 4e9);
     // the CPU device stands in for the GPU here: a 17 MiB weight over RPC would only make the test slow
     const split_run s = run_split(mm, env().cpu_dev);
@@ -202,7 +202,7 @@ TEST(gpu_split, a_large_multiply_goes_to_all_three) {
 TEST(gpu_split, repacked_weights_go_to_npu_and_cpu_only) {
     if (!env().gpu_dev) FAIL() << env().error;
     if (!env().repack_buft) GTEST_SKIP() << "this CPU backend has no CPU_REPACK buffer type";
-    multiply mm({ GGML_TYPE_Q4_0, 512, 512, 32 }, env().repack_buft);
+    mm_tensors mm({ GGML_TYPE_Q4_0, 512, 512, 32 }, env().repack_buft);
     if (ggml_get_first_tensor(mm.wctx)->extra == nullptr) GTEST_SKIP() << "Q4_0 is not repacked by this CPU build";
     const split_run s = run_split(mm, env().gpu_dev);
     EXPECT_EQ(s.npu, 256);

@@ -48,12 +48,13 @@ bool is_sentinel(float f) {
 // Runs `rows` of `mm` on `w` and checks them against `ref`; every other row must be untouched.
 // `same_device`: the worker runs the CPU's own kernels, so only the order of additions may differ (the CPU picks
 // its F32/F16 kernels by shape, and a row slice has another shape than the whole).
-void check_rows(gpu_worker & w, multiply & mm, const std::vector<float> & ref, row_range rows, bool same_device) {
+void check_rows(gpu_worker & w, mm_tensors & mm, const std::vector<float> & ref, row_range rows, bool same_device) {
     mm.fill_result(sentinel);
-    ASSERT_TRUE(w.accepts(mm.node));
-    w.begin(mm.node, rows);
+    ASSERT_TRUE(w.accepts(xdna::describe_multiply(mm.node)));
+    const xdna::multiply desc = xdna::describe_multiply(mm.node);
+    w.begin(desc, rows);
     const work_result r = w.end();
-    ASSERT_TRUE(r.ok) << r.error;
+    ASSERT_TRUE(r.ok()) << r.why();
     EXPECT_GT(r.seconds, 0.0);
     const std::vector<float> got = mm.result();
     const int64_t ne0 = mm.rows();
@@ -80,7 +81,7 @@ class gpu_rows : public ::testing::TestWithParam<param> {};
 TEST_P(gpu_rows, match_the_cpu_and_touch_no_other_row) {
     const param prm = GetParam();
     REQUIRE_DEVICE(prm.dev);
-    multiply mm(prm.mm);
+    mm_tensors mm(prm.mm);
     const std::vector<float> ref = cpu_reference(mm);
 
     gpu_worker w(device_of(prm.dev));
@@ -132,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(gpu_worker, gpu_rows, ::testing::ValuesIn(all_params())
 TEST(gpu_worker_cache, keeps_weights_resident_and_evicts_least_recently_used) {
     REQUIRE_DEVICE(dev_kind::under_test);
     const mm_case c = { GGML_TYPE_Q8_0, 1024, 256, 32 };   // 272 KiB each
-    multiply a(c, nullptr, 1), b(c, nullptr, 2), d(c, nullptr, 3);
+    mm_tensors a(c, nullptr, 1), b(c, nullptr, 2), d(c, nullptr, 3);
     const std::vector<float> ra = cpu_reference(a), rb = cpu_reference(b), rd = cpu_reference(d);
 
     xdna::gpu_worker_options opts;
@@ -157,7 +158,7 @@ TEST(gpu_worker_cache, keeps_weights_resident_and_evicts_least_recently_used) {
 // served the old device copy.
 TEST(gpu_worker_cache, new_bytes_at_the_same_address_are_copied_again) {
     REQUIRE_DEVICE(dev_kind::under_test);
-    multiply mm({ GGML_TYPE_F16, 512, 64, 32 });
+    mm_tensors mm({ GGML_TYPE_F16, 512, 64, 32 });
     gpu_worker w(env().gpu_dev);
     check_rows(w, mm, cpu_reference(mm), { 0, 64 }, false);
     mm.set_weight(42);
@@ -170,27 +171,28 @@ TEST(gpu_worker_cache, new_bytes_at_the_same_address_are_copied_again) {
 TEST(gpu_worker_accepts, refuses_repacked_weights) {
     REQUIRE_DEVICE(dev_kind::under_test);
     if (!env().repack_buft) GTEST_SKIP() << "this CPU backend has no CPU_REPACK buffer type";
-    multiply mm({ GGML_TYPE_Q4_0, 256, 64, 32 }, env().repack_buft);
+    mm_tensors mm({ GGML_TYPE_Q4_0, 256, 64, 32 }, env().repack_buft);
     if (ggml_get_first_tensor(mm.wctx)->extra == nullptr) GTEST_SKIP() << "Q4_0 is not repacked by this CPU build";
     gpu_worker w(env().gpu_dev);
-    EXPECT_FALSE(w.accepts(mm.node));
-    multiply plain({ GGML_TYPE_Q4_0, 256, 64, 32 });
-    EXPECT_TRUE(w.accepts(plain.node)) << "the same multiply on a plain weight is taken";
+    EXPECT_FALSE(w.accepts(xdna::describe_multiply(mm.node)));
+    mm_tensors plain({ GGML_TYPE_Q4_0, 256, 64, 32 });
+    EXPECT_TRUE(w.accepts(xdna::describe_multiply(plain.node))) << "the same multiply on a plain weight is taken";
 }
 
 // A weight larger than the whole budget is refused; asked anyway, the worker reports a failure and writes nothing.
 TEST(gpu_worker_accepts, refuses_weights_beyond_the_budget_and_fails_cleanly) {
     REQUIRE_DEVICE(dev_kind::under_test);
-    multiply mm({ GGML_TYPE_F32, 1024, 256, 32 });   // 1 MiB
+    mm_tensors mm({ GGML_TYPE_F32, 1024, 256, 32 });   // 1 MiB
     xdna::gpu_worker_options opts;
     opts.cache_bytes = 512 << 10;
     gpu_worker w(env().gpu_dev, opts);
-    EXPECT_FALSE(w.accepts(mm.node));
+    EXPECT_FALSE(w.accepts(xdna::describe_multiply(mm.node)));
     mm.fill_result(sentinel);
-    w.begin(mm.node, { 0, 256 });
+    const xdna::multiply desc = xdna::describe_multiply(mm.node);
+    w.begin(desc, { 0, 256 });
     const work_result r = w.end();
-    EXPECT_FALSE(r.ok);
-    EXPECT_FALSE(r.error.empty());
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.reason, xdna::work_failure::none);
     for (float f : mm.result()) ASSERT_TRUE(is_sentinel(f));
     EXPECT_EQ(w.stats().failures, 1);
 }

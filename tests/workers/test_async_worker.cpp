@@ -21,14 +21,14 @@ class fake_device_worker final : public async_worker {
 
     worker_kind kind() const override { return worker_kind::npu; }
     const char * name() const override { return "fake"; }
-    bool accepts(const ggml_tensor *) const override { return true; }
-    int64_t row_align(const ggml_tensor *) const override { return 1; }
+    bool accepts(const multiply &) const override { return true; }
+    int64_t row_align(const multiply &) const override { return 1; }
 
     std::atomic<int> concurrent{ 0 }, max_concurrent{ 0 };
     std::thread::id  ran_on;
 
   protected:
-    work_result run(const ggml_tensor *, row_range rows) override {
+    work_result run(const multiply &, row_range rows) override {
         ran_on = std::this_thread::get_id();
         int c = ++concurrent;
         max_concurrent = std::max(max_concurrent.load(), c);
@@ -43,14 +43,16 @@ class fake_device_worker final : public async_worker {
     std::vector<int64_t> & out;
 };
 
+const multiply none;   // the fake worker reads no multiply
+
 }  // namespace
 
 TEST(async_worker, runs_on_its_own_thread_and_returns_the_result) {
     std::vector<int64_t> out(100, -1);
     fake_device_worker w(out);
-    w.begin(nullptr, { 10, 60 });
+    w.begin(none, { 10, 60 });
     const work_result r = w.end();
-    EXPECT_TRUE(r.ok);
+    EXPECT_TRUE(r.ok());
     EXPECT_GT(r.seconds, 0.0);
     EXPECT_NE(w.ran_on, std::this_thread::get_id());
     for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(out[i], (i >= 10 && i < 60) ? i : -1);
@@ -59,12 +61,13 @@ TEST(async_worker, runs_on_its_own_thread_and_returns_the_result) {
 TEST(async_worker, an_exception_becomes_a_failed_result_and_the_worker_stays_usable) {
     std::vector<int64_t> out(1000, -1);
     fake_device_worker w(out);
-    w.begin(nullptr, { 666, 700 });
+    w.begin(none, { 666, 700 });
     const work_result r = w.end();
-    EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.error, "device fault");
-    w.begin(nullptr, { 0, 5 });
-    EXPECT_TRUE(w.end().ok);
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.status, GGML_STATUS_FAILED);
+    EXPECT_EQ(r.detail, "device fault");
+    w.begin(none, { 0, 5 });
+    EXPECT_TRUE(w.end().ok());
     EXPECT_EQ(out[4], 4);
 }
 
@@ -77,8 +80,8 @@ TEST(async_worker, callers_sharing_it_are_serialised) {
         callers.emplace_back([&, t] {
             for (int i = 0; i < 25; ++i) {
                 const int64_t b = (t * 25 + i) * 10;
-                w.begin(nullptr, { b, b + 10 });
-                if (!w.end().ok) failures++;
+                w.begin(none, { b, b + 10 });
+                if (!w.end().ok()) failures++;
             }
         });
     }

@@ -8,6 +8,7 @@
 // buffers for the weights cannot be had: the weights must stay in ordinary memory and the results stay the same.
 #include "config/config.h"
 #include "workers/npu/npu_worker.h"
+#include "run_worker.h"
 #include "workers/npu/resident_weight.h"
 
 #include "ggml-alloc.h"
@@ -41,12 +42,12 @@ class npu_resident : public ::testing::TestWithParam<std::tuple<shape_t, bool>> 
 
 // One multiply: a Q8_0 weight (rows x k) in a buffer marked as model weights (so cached, and resident) or not
 // (converted for each call), f32 activations (k x tokens).
-struct multiply {
+struct mm_tensors {
     ggml_context * ctx = nullptr;
     ggml_backend_buffer_t buf = nullptr;
     ggml_tensor * w = nullptr, * x = nullptr, * y = nullptr;
 
-    multiply(const shape_t & s, bool weights_usage, const std::vector<uint8_t> & wq, const std::vector<float> & xf) {
+    mm_tensors(const shape_t & s, bool weights_usage, const std::vector<uint8_t> & wq, const std::vector<float> & xf) {
         ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
         ctx = ggml_init(p);
         w = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, s.k, s.rows);
@@ -58,7 +59,7 @@ struct multiply {
         ggml_backend_tensor_set(x, xf.data(), 0, xf.size() * sizeof(float));
         memset(y->data, 0x7f, ggml_nbytes(y));   // rows outside the NPU's range must keep this
     }
-    ~multiply() {
+    ~mm_tensors() {
         ggml_backend_buffer_free(buf);
         ggml_free(ctx);
     }
@@ -88,12 +89,11 @@ TEST_P(npu_resident, resident_weights_give_the_copied_path_s_result_bit_for_bit)
     std::vector<uint8_t> wq(ggml_row_size(GGML_TYPE_Q8_0, s.k) * s.rows);
     ggml_quantize_chunk(GGML_TYPE_Q8_0, wf.data(), wq.data(), 0, s.rows, s.k, nullptr);
 
-    multiply cached(s, true, wq, xf), per_call(s, false, wq, xf);
+    mm_tensors cached(s, true, wq, xf), per_call(s, false, wq, xf);
     for (int rep = 0; rep < 2; ++rep) {   // the second call finds the weight in the cache
-        for (multiply * m : { &cached, &per_call }) {
-            npu->begin(m->y, s.rows_of_npu);
-            const xdna::work_result r = npu->end();
-            ASSERT_TRUE(r.ok) << r.error;
+        for (mm_tensors * m : { &cached, &per_call }) {
+            const xdna::work_result r = run_worker(*npu, m->y, s.rows_of_npu);
+            ASSERT_TRUE(r.ok()) << r.why();
         }
     }
     // where the cached weight lives: an NPU buffer, unless the locked-memory limit forbids it
@@ -187,9 +187,8 @@ TEST(npu_shared_input, the_next_multiply_reads_the_converted_input_and_a_new_gra
         for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + salt) % 9 - 4);
     };
     auto run = [&](int which) {
-        npu->begin(y[which], { 0, rows });
-        const xdna::work_result r = npu->end();
-        ASSERT_TRUE(r.ok) << r.error;
+        const xdna::work_result r = run_worker(*npu, y[which], { 0, rows });
+        ASSERT_TRUE(r.ok()) << r.why();
     };
     xdna::next_graph();
     fill_x(1);
@@ -226,9 +225,8 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
         ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
         if (limited) npu->limit_activation_arena(2u << 20);   // two 1 MiB blocks of 512 x 1024 bf16
         xdna::next_graph();
-        npu->begin(y, { 0, rows });
-        const xdna::work_result r = npu->end();
-        ASSERT_TRUE(r.ok) << r.error;
+        const xdna::work_result r = run_worker(*npu, y, { 0, rows });
+        ASSERT_TRUE(r.ok()) << r.why();
         got[limited].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
     for (int64_t t = 0; t < tokens; t += 37) {

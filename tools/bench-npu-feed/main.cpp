@@ -9,6 +9,7 @@
 //
 // usage: xdna-bench-npu-feed [tokens (512)] [repetitions (5)] [w8: 0|1] [moe]
 #include "config/config.h"
+#include "planner/planner.h"
 #include "workers/npu/npu_worker.h"
 
 #include "ggml-alloc.h"
@@ -62,15 +63,22 @@ int main(int argc, char ** argv) {
     printf("%-12s %6s %6s %10s %10s %12s %14s\n", "shape", "K", "rows", "wall ms", "host ms", "GFLOP/s fed",
            "host s/NPU s");
     // times `reps` calls of the worker on all rows of `y` (after one that fills the cache); flop: NPU work per call
+    // the multiply as the engine describes it: the planner's experts for the CPU, then the NPU's block
+    xdna::planner_options po;
+    po.moe_min_tokens = cfg.npu_moe_min_tokens;
+    const xdna::split_planner planner(po);
     auto measure = [&](const char * name, ggml_tensor * y, int64_t k, int64_t rows, double flop, double & tot_flop,
                        double & tot_cpu, double & tot_wall) {
-        npu->begin(y, { 0, rows });   // warm: converts the weight into the cache
+        xdna::multiply m = xdna::describe_multiply(y);
+        planner.assign_experts(m);
+        if (!npu->accepts(m) || !npu->describe(m)) { fprintf(stderr, "%s: the NPU does not take it\n", name); exit(1); }
+        npu->begin(m, { 0, rows });   // warm: converts the weight into the cache
         npu->end();
         const double c0 = cpu_seconds(), t0 = wall_seconds();
         for (int r = 0; r < reps; ++r) {
-            npu->begin(y, { 0, rows });
+            npu->begin(m, { 0, rows });
             xdna::work_result res = npu->end();
-            if (!res.ok) { fprintf(stderr, "%s: %s\n", name, res.error.c_str()); exit(1); }
+            if (!res.ok()) { fprintf(stderr, "%s: %s\n", name, res.why().c_str()); exit(1); }
         }
         const double cpu = cpu_seconds() - c0, wall = wall_seconds() - t0;
         flop *= reps;

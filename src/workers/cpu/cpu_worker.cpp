@@ -1,5 +1,6 @@
 #include "workers/cpu/cpu_worker.h"
 
+#include "convert/xdna-convert.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -15,7 +16,6 @@ namespace xdna {
 
 struct cpu_worker::impl {
     ggml_backend_t                backend     = nullptr;
-    ggml_backend_buffer_type_t    repack_buft = nullptr;
     ggml_backend_set_n_threads_t  set_threads = nullptr;
     ggml_context *                ctx         = nullptr;   // views and the one-node graph, reset per call
     int                           n_threads   = 0;
@@ -31,10 +31,17 @@ struct cpu_worker::impl {
     decltype(&ggml_backend_cpu_set_threadpool) set_pool = nullptr;
 };
 
-cpu_worker::cpu_worker(ggml_backend_dev_t cpu_dev, ggml_backend_buffer_type_t repack_buft) : p(new impl) {
-    p->repack_buft = repack_buft;
-    p->backend = ggml_backend_dev_init(cpu_dev, nullptr);
-    GGML_ASSERT(p->backend && "ggml-xdna: cannot create the private CPU backend");
+cpu_worker::cpu_worker() : p(new impl) {}
+
+std::unique_ptr<cpu_worker> cpu_worker::create(ggml_backend_dev_t cpu_dev) {
+    std::unique_ptr<cpu_worker> w(new cpu_worker);
+    impl * p = w->p.get();
+    p->backend = cpu_dev ? ggml_backend_dev_init(cpu_dev, nullptr) : nullptr;
+    if (!p->backend) {
+        XDNA_LOG_ERROR("cannot create the private CPU backend the CPU worker computes with; the XDNA backend is not "
+                       "created (llama.cpp runs without it)");
+        return nullptr;
+    }
 
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu_dev);
     p->set_threads = (ggml_backend_set_n_threads_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
@@ -58,14 +65,19 @@ cpu_worker::cpu_worker(ggml_backend_dev_t cpu_dev, ggml_backend_buffer_type_t re
         /* .no_alloc   = */ true,
     };
     p->ctx = ggml_init(params);
+    if (!p->ctx) {
+        XDNA_LOG_ERROR("no memory for the CPU worker's graph context; the XDNA backend is not created");
+        return nullptr;
+    }
 
     const int threads = get_config().threads;
-    set_n_threads(threads > 0 ? threads : GGML_DEFAULT_N_THREADS);
+    w->set_n_threads(threads > 0 ? threads : GGML_DEFAULT_N_THREADS);
+    return w;
 }
 
 cpu_worker::~cpu_worker() {
-    ggml_free(p->ctx);
-    ggml_backend_free(p->backend);
+    if (p->ctx) ggml_free(p->ctx);
+    if (p->backend) ggml_backend_free(p->backend);
     if (p->pool) p->pool_free(p->pool);
 }
 
@@ -107,31 +119,25 @@ void cpu_worker::set_abort_callback(ggml_abort_callback cb, void * data) {
     if (fn) fn(p->backend, cb, data);
 }
 
-bool cpu_worker::is_repacked(const ggml_tensor * weight) const {
-    const ggml_tensor * base = weight->view_src ? weight->view_src : weight;
-    return p->repack_buft && base->buffer && ggml_backend_buffer_get_type(base->buffer) == p->repack_buft;
-}
-
-bool cpu_worker::accepts(const ggml_tensor *) const {
+bool cpu_worker::accepts(const multiply &) const {
     return true;   // the claim policy already asked the CPU backend
 }
 
-int64_t cpu_worker::row_align(const ggml_tensor * node) const {
-    // repacked weights are interleaved in groups of 8 rows
-    return is_repacked(node->src[0]) ? 8 : 1;
+int64_t cpu_worker::row_align(const multiply & m) const {
+    return m.repacked ? XDNA_REPACK_ROWS : 1;   // repacked weights are interleaved in groups of rows
 }
 
-work_result cpu_worker::compute(const ggml_tensor * node, row_range rows) {
+work_result cpu_worker::compute(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
     work_result res;
     if (rows.empty()) return res;
-    const int64_t align = row_align(node);
+    const ggml_tensor * node = m.node;
+    const int64_t align = row_align(m);
     if (rows.begin % align != 0 || (rows.end % align != 0 && rows.end != node->src[0]->ne[1])) {
         // a repacked weight sliced off its 8-row groups computes garbage without any error: refuse instead
-        res.ok = false;
-        res.error = "row range [" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) +
-                    ") is not aligned to the weight's " + std::to_string(align) + "-row layout";
-        return res;
+        return work_result::failed(work_failure::misaligned_rows,
+                                   "[" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) + ") against " +
+                                       std::to_string(align) + "-row groups");
     }
 
     ggml_tensor * w   = node->src[0];
@@ -144,9 +150,7 @@ work_result cpu_worker::compute(const ggml_tensor * node, row_range rows) {
     ggml_tensor * dv = ggml_view_4d(p->ctx, dst, rows.size(), dst->ne[1], dst->ne[2], dst->ne[3],
                                     dst->nb[1], dst->nb[2], dst->nb[3], rows.begin * dst->nb[0]);
     if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS || ggml_backend_view_init(dv) != GGML_STATUS_SUCCESS) {
-        res.ok = false;
-        res.error = "cannot create row views";
-        return res;
+        return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
     }
     dv->op = node->op;
     memcpy(dv->op_params, node->op_params, sizeof(dv->op_params));
@@ -158,31 +162,21 @@ work_result cpu_worker::compute(const ggml_tensor * node, row_range rows) {
     ggml_graph_add_node(g, dv);
     const ggml_status st = ggml_backend_graph_compute(p->backend, g);
     if (st != GGML_STATUS_SUCCESS) {
-        res.ok = false;
-        res.error = st == GGML_STATUS_ABORTED ? "aborted" : "CPU backend failed";
+        res = work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
     }
     res.seconds = now_seconds() - t0;
     return res;
 }
 
-work_result cpu_worker::compute_experts(const ggml_tensor * node, row_range rows, const std::vector<int32_t> & experts) {
+work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
-    work_result res;
-    const ggml_tensor * w   = node->src[0];
-    const ggml_tensor * x   = node->src[1];
-    const ggml_tensor * ids = node->src[2];
-    const int64_t k = w->ne[0], n_used = ids->ne[0], n_tok = ids->ne[1];
+    const ggml_tensor * node = m.node, * w = node->src[0], * x = node->src[1];
+    const int64_t k = w->ne[0];
     std::vector<float> xs, ys;
-    std::vector<std::pair<int64_t, int64_t>> routed;   // (token, slot)
-    for (int32_t e : experts) {
-        routed.clear();
-        for (int64_t t = 0; t < n_tok; ++t) {
-            for (int64_t sl = 0; sl < n_used; ++sl) {
-                if (*(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + sl * ids->nb[0]) == e) routed.push_back({ t, sl });
-            }
-        }
-        if (routed.empty()) continue;
-        const int64_t n = routed.size();
+    for (int64_t e = 0; e < m.routing.experts(); ++e) {
+        const int64_t n = m.routing.tokens_of(e);
+        if (!m.on_cpu(e) || n == 0 || rows.empty()) continue;
+        const moe_routing::pair * routed = m.routing.begin_of(e);
         xs.resize(size_t(n) * k);
         ys.resize(size_t(n) * rows.size());
         for (int64_t i = 0; i < n; ++i) {
@@ -197,26 +191,32 @@ work_result cpu_worker::compute_experts(const ggml_tensor * node, row_range rows
         ggml_tensor * yv = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, rows.size(), n);
         xv->data = xs.data();
         yv->data = ys.data();
-        if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS) return { false, 0.0, "cannot create an expert view" };
+        if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS) {
+            return work_result::failed(work_failure::cpu_backend, "cannot create an expert's view");
+        }
         yv->op = GGML_OP_MUL_MAT;
         yv->src[0] = wv;
         yv->src[1] = xv;
         yv->flags |= GGML_TENSOR_FLAG_COMPUTE;
         ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
         ggml_graph_add_node(g, yv);
-        if (ggml_backend_graph_compute(p->backend, g) != GGML_STATUS_SUCCESS) return { false, 0.0, "CPU backend failed" };
+        const ggml_status st = ggml_backend_graph_compute(p->backend, g);
+        if (st != GGML_STATUS_SUCCESS) {
+            return work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
+        }
         for (int64_t i = 0; i < n; ++i) {
             const auto [t, sl] = routed[i];
             memcpy((char *) node->data + t * node->nb[2] + sl * node->nb[1] + rows.begin * node->nb[0], &ys[i * rows.size()],
                    rows.size() * sizeof(float));
         }
     }
+    work_result res;
     res.seconds = now_seconds() - t0;
     return res;
 }
 
-void cpu_worker::begin(const ggml_tensor * node, row_range rows) {
-    last = compute(node, rows);
+void cpu_worker::begin(const multiply & m, row_range rows) {
+    last = compute(m, rows);
 }
 
 work_result cpu_worker::end() {

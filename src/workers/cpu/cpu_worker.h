@@ -16,23 +16,23 @@ namespace xdna {
 
 class cpu_worker final : public worker {
   public:
-    // `cpu_dev`: the registry's CPU device. `repack_buft`: its CPU_REPACK buffer type, or null.
-    cpu_worker(ggml_backend_dev_t cpu_dev, ggml_backend_buffer_type_t repack_buft);
+    // A private instance of `cpu_dev` (the registry's CPU device); null, with one log line, when it cannot be had.
+    static std::unique_ptr<cpu_worker> create(ggml_backend_dev_t cpu_dev);
     ~cpu_worker() override;
 
     worker_kind kind() const override { return worker_kind::cpu; }
     const char * name() const override { return "cpu"; }
-    bool accepts(const ggml_tensor * node) const override;
-    int64_t row_align(const ggml_tensor * node) const override;
-    void begin(const ggml_tensor * node, row_range rows) override;
+    bool accepts(const multiply & m) const override;
+    int64_t row_align(const multiply & m) const override;
+    void begin(const multiply & m, row_range rows) override;
     work_result end() override;
 
-    // Computes `rows` of `node` now (begin + end); also used to recompute rows another worker failed on.
-    work_result compute(const ggml_tensor * node, row_range rows);
+    // Computes `rows` of `m` now (begin + end); also used to recompute rows another worker failed on.
+    work_result compute(const multiply & m, row_range rows);
 
-    // MUL_MAT_ID: `rows` of the given experts only, for the tokens routed to each (gathered into one plain multiply
-    // per expert, then scattered back). For experts another worker left.
-    work_result compute_experts(const ggml_tensor * node, row_range rows, const std::vector<int32_t> & experts);
+    // MUL_MAT_ID: `rows` of the experts the planner gave the CPU (m.cpu_expert) only, for the tokens routed to each
+    // (gathered into one plain multiply per expert, then scattered back): their share of another worker's rows.
+    work_result compute_experts(const multiply & m, row_range rows);
 
     void set_n_threads(int n_threads);
     // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
@@ -41,9 +41,9 @@ class cpu_worker final : public worker {
     // change from one call to the next.
     void leave_a_core(bool yes);
     void set_abort_callback(ggml_abort_callback cb, void * data);
-    bool is_repacked(const ggml_tensor * weight) const;
 
   private:
+    cpu_worker();
     struct impl;
     std::unique_ptr<impl> p;
     work_result last;

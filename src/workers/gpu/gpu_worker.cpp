@@ -160,8 +160,8 @@ gpu_worker::~gpu_worker() {
     stop_thread();
 }
 
-bool gpu_worker::accepts(const ggml_tensor * node) const {
-    const ggml_tensor * w = node->src[0];
+bool gpu_worker::accepts(const multiply & m) const {
+    const ggml_tensor * node = m.node, * w = node->src[0];
     const ggml_tensor * base = w->view_src ? w->view_src : w;
     // the device copy is made from the weight's bytes: only plain host memory can be read that way. The CPU's
     // CPU_REPACK (and AMX) buffers are not host buffers in ggml's sense: their layout is the CPU kernels' own.
@@ -171,7 +171,7 @@ bool gpu_worker::accepts(const ggml_tensor * node) const {
     return ggml_backend_dev_supports_op(dev, node);
 }
 
-int64_t gpu_worker::row_align(const ggml_tensor *) const {
+int64_t gpu_worker::row_align(const multiply &) const {
     return 1;
 }
 
@@ -181,143 +181,167 @@ gpu_worker_stats gpu_worker::stats() const {
     return s;
 }
 
-work_result gpu_worker::run(const ggml_tensor * node, row_range rows) {
-    const double t0 = now_seconds();
-    trace::name_thread("GPU worker");
-    trace::scope ts("gpu rows", rows.size());
-    work_result res;
-    auto fail = [&](const std::string & why) {
-        std::lock_guard<std::mutex> lock(p->stats_mtx);
-        p->st.runs++;
-        p->st.failures++;
-        res.ok = false;
-        res.error = why;
-        res.seconds = now_seconds() - t0;
-        return res;
-    };
-    if (rows.empty()) return res;
+// One run: the rows, the device copy of the weight, and the per-call tensors of the one-node graph.
+struct gpu_worker::call {
+    const ggml_tensor * node = nullptr;
+    row_range           rows;
+    double              t0 = 0.0;
+    gpu::weight_cache::lookup weight;
+    ggml_tensor *       x = nullptr, * xi = nullptr, * out = nullptr;   // activations, expert ids, product (device)
+    ggml_tensor *       wv = nullptr;                                   // the rows' view of the device weight
+    ggml_tensor *       dv = nullptr, * scatter = nullptr;              // mapped: the host result and the copy into it
+    bool                mapped = false;                                 // activations and result mapped in place
+    host_mapping        x_map, d_map;
+    bool                strided = false;                                // result rows read with one 2-D copy
+    double              t_io = 0.0;
+};
 
-    if (!p->backend) {
-        if (p->backend_failed) return fail("the device could not be opened");
-        p->backend = ggml_backend_dev_init(dev, nullptr);
-        if (!p->backend) {
-            p->backend_failed = true;
-            XDNA_LOG_ERROR("cannot open %s for the GPU worker; its rows go to the CPU", ggml_backend_dev_name(dev));
-            return fail("the device could not be opened");
-        }
-    }
+work_result gpu_worker::failed(work_failure why, const char * detail, double t0) {
+    std::lock_guard<std::mutex> lock(p->stats_mtx);
+    p->st.runs++;
+    p->st.failures++;
+    return work_result::failed(why, detail, now_seconds() - t0);
+}
 
-    // 1. the weight, resident on the device
-    const ggml_tensor * w = node->src[0];
-    const gpu::weight_cache::lookup lk = p->cache->get(w);
-    if (!lk.tensor) return fail("no device memory for the weight");
+// The backend instance, created on the worker's thread at its first multiply (a GPU that never gets one costs nothing).
+work_result gpu_worker::open_backend() {
+    if (p->backend || p->backend_failed) return p->backend ? work_result() : work_result::failed(work_failure::device_unavailable);
+    p->backend = ggml_backend_dev_init(dev, nullptr);
+    if (p->backend) return {};
+    p->backend_failed = true;
+    XDNA_LOG_ERROR("cannot open %s for the GPU worker; its rows go to the CPU", ggml_backend_dev_name(dev));
+    return work_result::failed(work_failure::device_unavailable);
+}
 
-    // 2. the one-node graph on a view of the rows
+// The weight resident on the device, and the one-node graph on a view of the rows. Where the device maps host
+// memory, the activations are read and the result rows written in place: the product goes to device scratch and a
+// copy node scatters it into the strided rows of the host result.
+work_result gpu_worker::build_graph(call & c) {
+    const ggml_tensor * node = c.node, * w = node->src[0], * src1 = node->src[1];
+    c.weight = p->cache->get(w);
+    if (!c.weight.tensor) return work_result::failed(work_failure::device_memory, "for the weight");
     const bool is_id = node->op == GGML_OP_MUL_MAT_ID;
-    const ggml_tensor * src1 = node->src[1];
-    const ggml_tensor * ids  = is_id ? node->src[2] : nullptr;
+    const ggml_tensor * ids = is_id ? node->src[2] : nullptr;
     ggml_context * ctx = p->ctx;
     ggml_reset(ctx);
+    const ggml_tensor * dw = c.weight.tensor;
+    c.wv  = ggml_view_3d(ctx, c.weight.tensor, w->ne[0], c.rows.size(), w->ne[2], dw->nb[1], dw->nb[2],
+                         c.rows.begin * dw->nb[1]);
+    c.x   = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, src1->ne);
+    c.xi  = is_id ? ggml_new_tensor(ctx, GGML_TYPE_I32, GGML_MAX_DIMS, ids->ne) : nullptr;
+    c.out = is_id ? ggml_mul_mat_id(ctx, c.wv, c.x, c.xi) : ggml_mul_mat(ctx, c.wv, c.x);
+    memcpy(c.out->op_params, node->op_params, sizeof(c.out->op_params));   // the precision requests go to the device (claim.h)
+    GGML_ASSERT(c.out->ne[0] == c.rows.size() && c.out->ne[1] == node->ne[1] && c.out->ne[2] == node->ne[2]);
 
-    ggml_tensor * wv = ggml_view_3d(ctx, lk.tensor, w->ne[0], rows.size(), w->ne[2], lk.tensor->nb[1], lk.tensor->nb[2],
-                                    rows.begin * lk.tensor->nb[1]);
-    ggml_tensor * x  = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, src1->ne);
-    ggml_tensor * xi = is_id ? ggml_new_tensor(ctx, GGML_TYPE_I32, GGML_MAX_DIMS, ids->ne) : nullptr;
-    ggml_tensor * out = is_id ? ggml_mul_mat_id(ctx, wv, x, xi) : ggml_mul_mat(ctx, wv, x);
-    memcpy(out->op_params, node->op_params, sizeof(out->op_params));   // the precision requests go to the device (claim.h)
-    GGML_ASSERT(out->ne[0] == rows.size() && out->ne[1] == node->ne[1] && out->ne[2] == node->ne[2]);
-
-    // where the device maps host memory, the activations are read and the result rows written in place: the
-    // product goes to device scratch and a copy node scatters it into the strided rows of the host result
-    bool mapped = map_host && ggml_is_contiguous(src1);
-    host_mapping x_map, d_map;
-    ggml_tensor * dv = nullptr, * scatter = nullptr;
-    if (mapped) {
-        const size_t d_off = rows.begin * node->nb[0];
-        const size_t d_len = ggml_nbytes(node) - d_off;
-        mapped = map_host_range(dev, src1->data, ggml_nbytes(src1), x_map) &&
-                 map_host_range(dev, (const char *) node->data + d_off, d_len, d_map);
-        if (mapped) {
-            dv = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, out->ne);
-            for (int i = 1; i < GGML_MAX_DIMS; ++i) dv->nb[i] = node->nb[i];
-            scatter = ggml_cpy(ctx, out, dv);
-            mapped = ggml_backend_supports_op(p->backend, scatter);
+    c.mapped = map_host && ggml_is_contiguous(src1);
+    if (c.mapped) {
+        const size_t d_off = c.rows.begin * node->nb[0];
+        c.mapped = map_host_range(dev, src1->data, ggml_nbytes(src1), c.x_map) &&
+                   map_host_range(dev, (const char *) node->data + d_off, ggml_nbytes(node) - d_off, c.d_map);
+        if (c.mapped) {
+            c.dv = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, c.out->ne);
+            for (int i = 1; i < GGML_MAX_DIMS; ++i) c.dv->nb[i] = node->nb[i];
+            c.scatter = ggml_cpy(ctx, c.out, c.dv);
+            c.mapped = ggml_backend_supports_op(p->backend, c.scatter);
         }
-        if (!mapped && map_host) {
+        if (!c.mapped) {
             // the device offered mapping but refused this memory (alignment, size): copying always works
             XDNA_LOG_DEBUG("%s cannot map this host memory; it copies activations and results instead", label.c_str());
             map_host = false;
+            c.dv = c.scatter = nullptr;
         }
     }
-    if (!ggml_backend_supports_op(p->backend, out)) return fail("the device does not support this multiply");
+    if (!ggml_backend_supports_op(p->backend, c.out)) return work_result::failed(work_failure::unsupported);
+    return {};
+}
 
-    // 3. device memory for the per-call tensors
+// Device memory for the per-call tensors (scratch, reused), or the host's own where mapped.
+work_result gpu_worker::place_tensors(call & c) {
     const size_t align = ggml_backend_buft_get_alignment(p->buft);
     size_t need = 0;
-    if (!mapped) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, x), align);
-    if (xi) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, xi), align);
-    need += align_up(ggml_backend_buft_get_alloc_size(p->buft, out), align) + align;
-    if (!p->ensure_scratch(need)) return fail("no device memory for the activations");
+    if (!c.mapped) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, c.x), align);
+    if (c.xi) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, c.xi), align);
+    need += align_up(ggml_backend_buft_get_alloc_size(p->buft, c.out), align) + align;
+    if (!p->ensure_scratch(need)) return work_result::failed(work_failure::device_memory, "for the activations");
     size_t offset = 0;
-    if (mapped) {
-        ggml_backend_tensor_alloc(x_map.buf, x, const_cast<void *>(src1->data));
-        ggml_backend_tensor_alloc(d_map.buf, dv, (char *) node->data + rows.begin * node->nb[0]);
+    if (c.mapped) {
+        ggml_backend_tensor_alloc(c.x_map.buf, c.x, const_cast<void *>(c.node->src[1]->data));
+        ggml_backend_tensor_alloc(c.d_map.buf, c.dv, (char *) c.node->data + c.rows.begin * c.node->nb[0]);
     } else {
-        p->place(x, offset);
+        p->place(c.x, offset);
     }
-    if (xi) p->place(xi, offset);
-    p->place(out, offset);
-    if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS) return fail("cannot create the row view");
-    if (scatter && ggml_backend_view_init(scatter) != GGML_STATUS_SUCCESS) return fail("cannot create the result view");
+    if (c.xi) p->place(c.xi, offset);
+    p->place(c.out, offset);
+    if (ggml_backend_view_init(c.wv) != GGML_STATUS_SUCCESS) return work_result::failed(work_failure::device_memory, "no row view");
+    if (c.scatter && ggml_backend_view_init(c.scatter) != GGML_STATUS_SUCCESS) {
+        return work_result::failed(work_failure::device_memory, "no result view");
+    }
+    return {};
+}
 
-    // 4. in, compute, out: all queued on the backend's stream, then one wait (RPC and CUDA return before the work
-    // is done; reading the result before the wait would read stale memory)
-    const double t_io = now_seconds();
-    if (!mapped) ggml_backend_tensor_set_async(p->backend, x, packed(src1, p->staging_x), 0, ggml_nbytes(x));
-    if (xi) ggml_backend_tensor_set_async(p->backend, xi, packed(ids, p->staging_ids), 0, ggml_nbytes(xi));
+// In, compute, out: all queued on the backend's stream, then one wait (RPC and CUDA return before the work is
+// done; reading the result before the wait would read stale memory).
+work_result gpu_worker::compute_rows(call & c) {
+    const ggml_tensor * node = c.node;
+    c.t_io = now_seconds();
+    if (!c.mapped) ggml_backend_tensor_set_async(p->backend, c.x, packed(node->src[1], p->staging_x), 0, ggml_nbytes(c.x));
+    if (c.xi) ggml_backend_tensor_set_async(p->backend, c.xi, packed(node->src[2], p->staging_ids), 0, ggml_nbytes(c.xi));
 
-    ggml_cgraph * g = ggml_new_graph_custom(ctx, 16, false);
-    ggml_build_forward_expand(g, scatter ? scatter : out);
-    const ggml_status status = ggml_backend_graph_compute_async(p->backend, g);
-    if (status != GGML_STATUS_SUCCESS) {
+    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 16, false);
+    ggml_build_forward_expand(g, c.scatter ? c.scatter : c.out);
+    if (ggml_backend_graph_compute_async(p->backend, g) != GGML_STATUS_SUCCESS) {
         ggml_backend_synchronize(p->backend);
-        return fail("the device failed to compute");
+        return work_result::failed(work_failure::device_run);
     }
-
-    bool strided = false;
-    if (!mapped) {
-        const bool dense_23 = node->nb[2] == node->ne[1] * node->nb[1] && node->nb[3] == node->ne[2] * node->nb[2];
-        const bool can_2d = p->backend->iface.get_tensor_2d_async != nullptr && dense_23;
-        strided = can_2d && p->pick_strided(opts.out);
-        if (can_2d && opts.out == gpu_worker_options::read_mode::automatic && !p->read_decided) {
-            // on trial: the read alone is timed, so wait for the computation first
-            ggml_backend_synchronize(p->backend);
-            const double r0 = now_seconds();
-            p->read_rows(node, out, rows, strided);
-            p->learn_read(strided, now_seconds() - r0, ggml_nbytes(out), label);
-        } else {
-            p->read_rows(node, out, rows, strided);
-        }
+    if (c.mapped) {
+        ggml_backend_synchronize(p->backend);
+        return {};
+    }
+    const bool dense_23 = node->nb[2] == node->ne[1] * node->nb[1] && node->nb[3] == node->ne[2] * node->nb[2];
+    const bool can_2d = p->backend->iface.get_tensor_2d_async != nullptr && dense_23;
+    c.strided = can_2d && p->pick_strided(opts.out);
+    if (can_2d && opts.out == gpu_worker_options::read_mode::automatic && !p->read_decided) {
+        // on trial: the read alone is timed, so wait for the computation first
+        ggml_backend_synchronize(p->backend);
+        const double r0 = now_seconds();
+        p->read_rows(node, c.out, c.rows, c.strided);
+        p->learn_read(c.strided, now_seconds() - r0, ggml_nbytes(c.out), label);
     } else {
-        ggml_backend_synchronize(p->backend);
+        p->read_rows(node, c.out, c.rows, c.strided);
     }
+    return {};
+}
+
+work_result gpu_worker::run(const multiply & m, row_range rows) {
+    trace::name_thread("GPU worker");
+    trace::scope ts("gpu rows", rows.size());
+    if (rows.empty()) return {};
+    call c;
+    c.node = m.node;
+    c.rows = rows;
+    c.t0   = now_seconds();
+    work_result r = open_backend();
+    if (r.ok()) r = build_graph(c);
+    if (r.ok()) r = place_tensors(c);
+    if (r.ok()) r = compute_rows(c);
+    if (!r.ok()) return failed(r.reason, r.detail.c_str(), c.t0);
     const double t1 = now_seconds();
-
     {
         std::lock_guard<std::mutex> lock(p->stats_mtx);
         p->st.runs++;
-        p->st.mapped_runs += mapped ? 1 : 0;
-        p->st.strided_reads += !mapped && strided ? 1 : 0;
-        p->st.scatter_reads += !mapped && !strided ? 1 : 0;
+        p->st.mapped_runs += c.mapped ? 1 : 0;
+        p->st.strided_reads += !c.mapped && c.strided ? 1 : 0;
+        p->st.scatter_reads += !c.mapped && !c.strided ? 1 : 0;
         p->st.weight_uploads = p->cache->uploads();
         p->st.resident_bytes = p->cache->used();
         p->st.resident_weights = p->cache->size();
-        p->st.upload_seconds += lk.upload_seconds;
-        p->st.io_seconds += t1 - t_io;
+        p->st.upload_seconds += c.weight.upload_seconds;
+        p->st.io_seconds += t1 - c.t_io;
     }
     // the planner learns a steady speed: a weight's first copy is a one-time cost and is left out, while a copy
     // after an eviction (the budget is too small for the working set) is part of what this worker costs
-    res.seconds = t1 - t0 - (lk.uploaded && !lk.again ? lk.upload_seconds : 0.0);
+    work_result res;
+    res.seconds = t1 - c.t0 - (c.weight.uploaded && !c.weight.again ? c.weight.upload_seconds : 0.0);
     return res;
 }
 

@@ -52,8 +52,8 @@ class gpu_worker final : public async_worker {
 
     worker_kind kind() const override { return worker_kind::gpu; }
     const char * name() const override { return label.c_str(); }
-    bool accepts(const ggml_tensor * node) const override;
-    int64_t row_align(const ggml_tensor * node) const override;
+    bool accepts(const multiply & m) const override;
+    int64_t row_align(const multiply & m) const override;
 
     ggml_backend_dev_t device() const { return dev; }
     // whether the device can map host memory (caps.buffer_from_host_ptr and the function present)
@@ -61,10 +61,17 @@ class gpu_worker final : public async_worker {
     gpu_worker_stats stats() const;
 
   protected:
-    work_result run(const ggml_tensor * node, row_range rows) override;
+    work_result run(const multiply & m, row_range rows) override;
 
   private:
     struct impl;
+    struct call;
+    // the phases of one run: the device, the one-node graph on a view of the rows, its memory, then compute and read
+    work_result open_backend();
+    work_result build_graph(call & c);
+    work_result place_tensors(call & c);
+    work_result compute_rows(call & c);
+    work_result failed(work_failure why, const char * detail, double t0);
     std::unique_ptr<impl> p;
     ggml_backend_dev_t         dev;
     gpu_worker_options         opts;

@@ -6,6 +6,19 @@ namespace xdna::npu {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+double npu_cost_model::launch_seconds(const npu_kernel & kn) const {
+    return queued_s + kn.flops() / (kn.b == npu_dtype::i8 ? ops_per_s_i8 : flops_per_s);
+}
+
+npu_cost_hint npu_cost_model::hint(const npu_kernel & kn, int64_t launches_per_block, int64_t activations) const {
+    npu_cost_hint h;
+    h.block_rows         = kn.rows;
+    h.launches_per_block = launches_per_block;
+    h.launch_s           = launch_seconds(kn);
+    h.fixed_s            = dispatch_s + convert_s * (double) activations;
+    return h;
+}
+
 const npu_design * choose_design(const npu_manifest & m, npu_dtype a, npu_dtype b, int64_t k) {
     const npu_design * best = nullptr;
     const bool w8 = b == npu_dtype::i8;
@@ -22,7 +35,6 @@ npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int6
                          const npu_cost_model & cost) {
     npu_tiling best;
     best.predicted_s = std::numeric_limits<double>::infinity();
-    const double rate = design.b == npu_dtype::i8 ? cost.ops_per_s_i8 : cost.flops_per_s;
     for (int idx : design.kernels) {
         const npu_kernel & kn = m.kernels()[idx];
         npu_tiling t;
@@ -31,7 +43,7 @@ npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int6
         t.token_blocks = ceil_div(tokens, kn.tokens);
         t.row_blocks   = ceil_div(rows, kn.rows);
         t.k_blocks     = t.k_padded / kn.k;
-        t.predicted_s  = t.launches() * (cost.launch_s + kn.flops() / rate);
+        t.predicted_s  = cost.dispatch_s + (double) t.launches() * cost.launch_seconds(kn);
         if (t.predicted_s < best.predicted_s) best = t;
     }
     return best;

@@ -1,7 +1,11 @@
-// Which NPU kernel computes a multiply: one design per data type (switching designs costs milliseconds, switching
-// instruction streams within one costs nothing: the GEMM paper), then the block shape that finishes soonest by a
-// model of launches and padded work.
+// Which NPU kernel computes a multiply, and what it costs: one design per data type (switching designs costs
+// milliseconds, switching instruction streams within one costs nothing: the GEMM paper), then the block shape that
+// finishes soonest by the cost model below. The model is the one place the NPU's costs live: the kernel manifest
+// gives the blocks' shapes, these numbers the rates, and the planner corrects its prediction by measurement per shape
+// (src/planner/planner.h).
 #pragma once
+
+#include "workers/multiply.h"
 
 #include "npu/npu_manifest.h"
 
@@ -10,9 +14,17 @@
 namespace xdna::npu {
 
 struct npu_cost_model {
-    double launch_s     = 180e-6;   // dispatch cost per launch (spec: ~180 us whatever the size)
+    double dispatch_s   = 150e-6;   // the first launch on an idle NPU (Linux measurements 90-148 us; the spec's Windows figure 180)
+    double queued_s     = 35e-6;    // between launches queued back to back (xrt-smi validate: 28,243 runs/s)
     double flops_per_s  = 3.1e12;   // bf16 throughput of the whole array (GEMM paper: 3.14 TFLOP/s)
     double ops_per_s_i8 = 6.7e12;   // int8 (GEMM paper: 6.76 TOPS)
+    double convert_s    = 1e-9;     // converting one activation to bf16 or int8 on one host core (bench-convert)
+
+    // One launch of `kn` in a stream of queued launches: the gap, then its compute.
+    double launch_seconds(const npu_kernel & kn) const;
+    // The planner's prediction for a multiply run with `kn`: launches_per_block launches per block of rows, one
+    // first dispatch, `activations` values converted.
+    npu_cost_hint hint(const npu_kernel & kn, int64_t launches_per_block, int64_t activations) const;
 };
 
 struct npu_tiling {

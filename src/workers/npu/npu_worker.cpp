@@ -56,12 +56,12 @@ struct npu_worker::block {
 
 // One call: what it computes, with which kernel, and every launch in pipeline order.
 struct npu_worker::call {
-    const ggml_tensor * node = nullptr;
+    const multiply *    m = nullptr;
     row_range           rows;
     std::vector<job>    jobs;
-    npu_tiling          tiling;
     const npu_kernel *  kn = nullptr;
     int64_t             k = 0, ld = 0, tb = 0, rb = 0, kb = 0;
+    int64_t             k_blocks = 0, row_blocks = 0;
     size_t              a_elem = 2;
     std::vector<block>       blocks;      // every launch, in pipeline order
     // The arena's places for activation blocks (job, token block, K block): block ab lives at place ab % places;
@@ -70,7 +70,6 @@ struct npu_worker::call {
     std::vector<npu_buffer>  a_views;
     std::vector<int64_t>     a_held;      // per place: the block converted and synced there (-1: none)
     int64_t                  places = 0;
-    std::vector<int32_t>     experts_left;   // MUL_MAT_ID experts with too few tokens for the NPU
     std::vector<const float *> src_rows;   // scratch: the rows one conversion reads
     bool                     check_finite = true;
     bool                     finite = true;
@@ -125,7 +124,7 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
 }
 
 npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
-    : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8), moe_min_tokens(cfg.npu_moe_min_tokens) {
+    : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8) {
     for (auto & s : slots) s.reset(new slot);
     weights.set_placer([this](const ggml_tensor * w, converted_weight & cw) { place_weight(w, cw); });
     start_thread();
@@ -144,8 +143,10 @@ const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
               : choose_design(rt->manifest(), npu_dtype::bf16, npu_dtype::bf16, w->ne[0]);
 }
 
-bool npu_worker::accepts(const ggml_tensor * node) const {
+bool npu_worker::accepts(const multiply & m) const {
+    const ggml_tensor * node = m.node;
     if (switched_off || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) return false;
+    if (!m.routing_error.empty()) return false;
     // F32 weights stay with the CPU, which computes them exactly: in bf16 the NPU would drop 16 bits of every weight
     // that the model kept at full precision on purpose (an MoE router, whose expert choice flips on small errors; a
     // single output that is the small difference of large terms, whose relative error bf16 cannot bound)
@@ -153,8 +154,15 @@ bool npu_worker::accepts(const ggml_tensor * node) const {
     return xdna_weight_convertible(node->src[0], nullptr) && design_for(node->src[0]) != nullptr;
 }
 
-int64_t npu_worker::row_align(const ggml_tensor *) const {
-    return 256;   // the planner gives the NPU whole 256-row steps
+int64_t npu_worker::row_align(const multiply & m) const {
+    // the design's smallest block: a range of fewer rows would still cost a whole launch
+    const npu_design * d = design_for(m.node->src[0]);
+    int64_t rows = 0;
+    for (int idx : d ? d->kernels : std::vector<int>{}) {
+        const int64_t r = rt->manifest().kernels()[idx].rows;
+        rows = rows == 0 ? r : std::min(rows, r);
+    }
+    return std::max<int64_t>(rows, 1);
 }
 
 // Every block the worker may use, once, whole: small integers (exact in bf16 and int8) against their exact product.
@@ -226,10 +234,16 @@ bool npu_worker::self_test(std::string * why) {
         float * wd = (float *) w->data, * xd = (float *) x->data;
         for (int64_t i = 0; i < k * rows; ++i) wd[i] = float(int((i * 7919) % 255) - 127) / 64.0f;
         for (int64_t i = 0; i < k * tokens; ++i) xd[i] = float(int((i * 104729) % 255) - 127);
-        begin(y, { 0, rows });
-        const work_result r = end();
-        ok = r.ok;
-        if (!ok && why) *why = r.error;
+        multiply m = describe_multiply(y);
+        ok = describe(m);
+        if (ok) {
+            begin(m, { 0, rows });
+            const work_result r = end();
+            ok = r.ok();
+            if (!ok && why) *why = r.why();
+        } else if (why) {
+            *why = "no kernel for the test's multiply";
+        }
         double err = 0, ref2 = 0;
         for (int64_t t = 0; ok && t < tokens; ++t) {
             for (int64_t j = 0; j < rows; ++j) {
@@ -252,25 +266,34 @@ bool npu_worker::self_test(std::string * why) {
     return ok;
 }
 
-npu_cost_hint npu_worker::cost_hint(const ggml_tensor * node) const {
-    npu_cost_hint h;
-    const ggml_tensor * w = node->src[0];
+bool npu_worker::describe(multiply & m) const {
+    const ggml_tensor * w = m.node->src[0];
     const npu_design * d = design_for(w);
-    if (!d) return h;
-    // tokens per matrix: all of them, or for MUL_MAT_ID the average routed to one expert
-    int64_t tokens = node->src[1]->ne[1];
-    if (node->op == GGML_OP_MUL_MAT_ID) {
-        const ggml_tensor * ids = node->src[2];
+    if (!d) return false;
+    // The block is chosen on the tokens of a typical matrix: all of them, or for a MUL_MAT_ID the mean routed to one
+    // expert, a figure of the shape, so that the block (the planner's unit of NPU work) stays the same from one
+    // multiply of the shape to the next. The launches and the activations are those of this multiply.
+    int64_t tokens = m.key.tokens;
+    if (m.is_id()) {
+        const ggml_tensor * ids = m.node->src[2];
         tokens = std::max<int64_t>(1, ids->ne[0] * ids->ne[1] / w->ne[2]);
     }
     const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost);
-    const double rate = d->b == npu_dtype::i8 ? cost.ops_per_s_i8 : cost.flops_per_s;
-    h.block_rows         = t.kernel->rows;
-    h.launches_per_block = t.k_blocks * t.token_blocks * (node->op == GGML_OP_MUL_MAT_ID ? w->ne[2] : 1);
-    h.launch_s           = std::max(cost.launch_s, t.kernel->flops() / rate);
-    // the activations are converted once per multiply (about 1 ns per value on one core)
-    h.fixed_s            = 1e-9 * double(w->ne[0]) * node->src[1]->ne[1] * node->src[1]->ne[2];
-    return h;
+    int64_t token_blocks = (m.key.tokens + t.kernel->tokens - 1) / t.kernel->tokens, activations = w->ne[0] * m.key.tokens;
+    if (m.is_id()) {
+        token_blocks = activations = 0;
+        for (int64_t e = 0; e < m.routing.experts(); ++e) {
+            if (m.on_cpu(e)) continue;
+            token_blocks += (m.routing.tokens_of(e) + t.kernel->tokens - 1) / t.kernel->tokens;
+            activations  += m.routing.tokens_of(e) * w->ne[0];
+        }
+        if (token_blocks == 0) return false;   // every expert with tokens went to the CPU
+    }
+    m.npu.kernel   = t.kernel;
+    m.npu.k_blocks = t.k_blocks;
+    m.npu.k_padded = t.k_padded;
+    m.npu.cost     = cost.hint(*t.kernel, token_blocks * t.k_blocks, activations);
+    return true;
 }
 
 void npu_worker::load_designs() {
@@ -350,19 +373,25 @@ void npu_worker::note_failure(const std::string & why) {
     }
 }
 
-work_result npu_worker::run(const ggml_tensor * node, row_range rows) {
+// The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught here, once, and become a reason.
+work_result npu_worker::run(const multiply & m, row_range rows) {
     work_result r;
     try {
-        r = compute(node, rows);
+        r = compute(m, rows);
+    } catch (const npu_error & e) {
+        const npu_errc c = e.code();
+        r = work_result::failed(c == npu_errc::buffer ? work_failure::device_memory
+                                : c == npu_errc::manifest || c == npu_errc::kernel ? work_failure::no_kernel
+                                : work_failure::device_run, e.what());
     } catch (const std::exception & e) {
-        r = { false, 0.0, e.what() };
+        r = work_result::failed(work_failure::device_run, e.what());
     }
-    if (r.ok) failures_in_a_row = 0; else note_failure(r.error);
+    if (r.ok()) failures_in_a_row = 0; else note_failure(r.why());
     return r;
 }
 
-bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld,
-                             std::string * err) {
+bool npu_worker::prepare_job(job & j, const ggml_tensor * w, row_range rows, int64_t ld, std::string * err) {
+    const int64_t expert = j.expert;
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const double t0 = now_seconds();
     j.cached = weights.get(w, expert, fmt, ld, err);
@@ -378,11 +407,12 @@ bool npu_worker::prepare_job(job & j, const ggml_tensor * w, int64_t expert, row
     return convert_weight_rows(w, expert, rows.begin, rows.end, fmt, ld, j.scratch, err);
 }
 
-// The matrices of the call (one, or one per expert with routed tokens), with where each token's input row is and
-// where its result row goes, and the kernel that computes them.
-bool npu_worker::plan_jobs(call & c, std::string * err) const {
-    const ggml_tensor * node = c.node, * w = node->src[0], * x = node->src[1];
-    if (node->op == GGML_OP_MUL_MAT) {
+// The matrices of the call (one, or one per expert the planner left to the NPU, with its routed tokens), with where
+// each token's input row is and where its result row goes; the kernel is the one the description chose.
+void npu_worker::plan_jobs(call & c) const {
+    const multiply & m = *c.m;
+    const ggml_tensor * node = m.node, * x = node->src[1];
+    if (!m.is_id()) {
         job j;
         j.n_tokens = x->ne[1];
         for (int64_t t = 0; t < j.n_tokens; ++t) {
@@ -391,44 +421,32 @@ bool npu_worker::plan_jobs(call & c, std::string * err) const {
         }
         c.jobs.push_back(std::move(j));
     } else {
-        // MUL_MAT_ID: the tokens routed to each expert; the result row of (token, slot) sits at t * nb2 + s * nb1 of
-        // dst, its input at the same slot of src1, or slot 0 when src1 has one row per token (broadcast)
-        const ggml_tensor * ids = node->src[2];
-        const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
-        std::vector<std::vector<std::pair<int64_t, int64_t>>> routed(w->ne[2]);   // (token, slot)
-        for (int64_t t = 0; t < n_tok; ++t) {
-            for (int64_t s = 0; s < n_used; ++s) {
-                const int32_t e = *(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + s * ids->nb[0]);
-                if (e < 0 || e >= w->ne[2]) { *err = "expert id out of range"; return false; }
-                routed[e].push_back({ t, s });
-            }
-        }
-        for (int64_t e = 0; e < w->ne[2]; ++e) {
-            if (routed[e].empty()) continue;
-            if ((int64_t) routed[e].size() < moe_min_tokens) { c.experts_left.push_back((int32_t) e); continue; }
+        // the result row of (token, slot) sits at t * nb2 + s * nb1 of dst, its input at the same slot of src1, or
+        // slot 0 when src1 has one row per token (broadcast)
+        for (int64_t e = 0; e < m.routing.experts(); ++e) {
+            if (m.routing.tokens_of(e) == 0 || m.on_cpu(e)) continue;
             job j;
-            j.n_tokens = routed[e].size();
+            j.n_tokens = m.routing.tokens_of(e);
             j.expert   = e;
-            for (auto [t, s] : routed[e]) {
+            const moe_routing::pair * routed = m.routing.begin_of(e);
+            for (int64_t i = 0; i < j.n_tokens; ++i) {
+                const int64_t t = routed[i].token, s = routed[i].slot;
                 j.out.push_back((char *) node->data + t * node->nb[2] + s * node->nb[1]);
                 j.src.push_back((const float *) ((const char *) x->data + t * x->nb[2] + (x->ne[1] == 1 ? 0 : s) * x->nb[1]));
             }
             c.jobs.push_back(std::move(j));
         }
     }
-    if (c.jobs.empty()) return true;
-    // one kernel for the whole call (the pipeline's buffers are sized for it), chosen on the largest job
-    int64_t typical = 0;
-    for (const job & j : c.jobs) typical = std::max(typical, j.n_tokens);
-    c.k      = w->ne[0];
-    c.tiling = choose_tiling(rt->manifest(), *design_for(w), typical, c.rows.size(), c.k, cost);
-    c.kn     = c.tiling.kernel;
-    c.ld     = c.tiling.k_padded;
-    c.tb     = c.kn->tokens;
-    c.rb     = c.kn->rows;
-    c.kb     = c.kn->k;
+    const npu_kernel & kn = *m.npu.kernel;
+    c.kn     = &kn;
+    c.k      = node->src[0]->ne[0];
+    c.ld     = m.npu.k_padded;
+    c.tb     = kn.tokens;
+    c.rb     = kn.rows;
+    c.kb     = kn.k;
+    c.k_blocks   = m.npu.k_blocks;
+    c.row_blocks = (c.rows.size() + c.rb - 1) / c.rb;
     c.a_elem = w8 ? 1 : 2;
-    return true;
 }
 
 // Every launch of the call, in order: job, token block, K block, row block (fastest). Consecutive launches then share
@@ -441,8 +459,8 @@ void npu_worker::place_activations(call & c) {
         j.token_blocks = (j.n_tokens + c.tb - 1) / c.tb;
         j.first_a      = a_blocks;
         for (int64_t tbi = 0; tbi < j.token_blocks; ++tbi) {
-            for (int64_t kbi = 0; kbi < c.tiling.k_blocks; ++kbi, ++a_blocks) {
-                for (int64_t rbi = 0; rbi < c.tiling.row_blocks; ++rbi) {
+            for (int64_t kbi = 0; kbi < c.k_blocks; ++kbi, ++a_blocks) {
+                for (int64_t rbi = 0; rbi < c.row_blocks; ++rbi) {
                     c.blocks.push_back({ int64_t(&j - c.jobs.data()), tbi, rbi, kbi, a_blocks });
                 }
             }
@@ -451,8 +469,8 @@ void npu_worker::place_activations(call & c) {
     const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
     // a dense multiply whose input the arena already holds (k and v after q, up after gate): nothing to convert
     arena_key key;
-    const ggml_tensor * x = c.node->src[1];
-    if (c.node->op == GGML_OP_MUL_MAT) {
+    const ggml_tensor * x = c.m->node->src[1];
+    if (!c.m->is_id()) {
         key.data = x->data;
         for (int d = 0; d < 4; ++d) { key.ne[d] = x->ne[d]; key.nb[d] = (int64_t) x->nb[d]; }
         key.graph = graph_epoch();
@@ -613,23 +631,24 @@ void npu_worker::run_pipeline(call & c) {
     }
 }
 
-work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
+work_result npu_worker::compute(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
     trace::name_thread("NPU worker (host)");
     trace::scope ts("npu rows", rows.size());
+    if (!m.npu.kernel) return work_result::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
     call c;
-    c.node = node;
+    c.m    = &m;
     c.rows = rows;
-    std::string err;
-    if (!design_for(node->src[0])) return { false, 0.0, "no kernel for this weight" };
-    if (!plan_jobs(c, &err)) return { false, now_seconds() - t0, err };
-    work_result res{ true, 0.0, "" };
-    res.experts_left = c.experts_left;
+    plan_jobs(c);
+    work_result res;
     if (c.jobs.empty()) { res.seconds = now_seconds() - t0; return res; }
     {
         trace::scope tw("weights");
+        std::string err;
         for (job & j : c.jobs) {
-            if (!prepare_job(j, node->src[0], j.expert, rows, c.ld, &err)) return { false, 0.0, "weight conversion failed: " + err };
+            if (!prepare_job(j, m.node->src[0], rows, c.ld, &err)) {
+                return work_result::failed(work_failure::weight_conversion, err, now_seconds() - t0);
+            }
         }
     }
     reserve_slots(*c.kn);
@@ -639,7 +658,7 @@ work_result npu_worker::compute(const ggml_tensor * node, row_range rows) {
     bool all_held = c.places == (int64_t) c.blocks.back().a_block + 1;
     for (int64_t p = 0; all_held && p < c.places; ++p) all_held = c.a_held[p] == p;
     if (all_held) arena_holds = c.arena_key_after;
-    if (c.check_finite && !c.finite) return { false, now_seconds() - t0, "NaN, Inf or impossible values in the NPU's output" };
+    if (c.check_finite && !c.finite) return work_result::failed(work_failure::nonfinite_output, "", now_seconds() - t0);
     const double t1 = now_seconds();
     res.seconds = t1 - t0;
     for (const job & j : c.jobs) res.once_seconds += j.cache_seconds;

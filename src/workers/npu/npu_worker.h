@@ -36,9 +36,9 @@ class npu_worker final : public async_worker {
 
     worker_kind kind() const override { return worker_kind::npu; }
     const char * name() const override { return "npu"; }
-    bool accepts(const ggml_tensor * node) const override;
-    int64_t row_align(const ggml_tensor * node) const override;
-    npu_cost_hint cost_hint(const ggml_tensor * node) const override;
+    bool accepts(const multiply & m) const override;
+    int64_t row_align(const multiply & m) const override;
+    bool describe(multiply & m) const override;   // the block it will run (m.npu) and its cost
     double device_busy_seconds() const override { return 1e-3 * rt->stats().busy_ms; }
 
     // What the device calls itself (the emulator says it is one).
@@ -59,7 +59,7 @@ class npu_worker final : public async_worker {
     npu_runtime &  runtime() { return *rt; }
 
   protected:
-    work_result run(const ggml_tensor * node, row_range rows) override;
+    work_result run(const multiply & m, row_range rows) override;
 
   private:
     npu_worker(std::unique_ptr<npu_runtime> rt, const config & cfg);
@@ -69,10 +69,10 @@ class npu_worker final : public async_worker {
     struct block;
     struct call;
     const npu_design * design_for(const ggml_tensor * w) const;
-    work_result compute(const ggml_tensor * node, row_range rows);
+    work_result compute(const multiply & m, row_range rows);
     // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
-    bool plan_jobs(call & c, std::string * err) const;
-    bool prepare_job(job & j, const ggml_tensor * w, int64_t expert, row_range rows, int64_t ld, std::string * err);
+    void plan_jobs(call & c) const;
+    bool prepare_job(job & j, const ggml_tensor * w, row_range rows, int64_t ld, std::string * err);
     void place_activations(call & c);
     void run_pipeline(call & c);
     void fill_slot(call & c, slot & s, int64_t i);
@@ -87,7 +87,6 @@ class npu_worker final : public async_worker {
     npu::weight_cache            weights;
     npu::npu_cost_model          cost;
     bool                         w8;
-    int64_t                      moe_min_tokens;   // experts with fewer routed tokens stay with the CPU
     // Runs in flight: one per slot. Two keep the NPU fed (one queued while the host takes the other's result) and
     // keep the pipeline's pinned memory at 6 MiB with the activation arena's minimum, under the 8 MiB that many
     // distributions allow by default (ulimit -l): three cost 3 MiB more for no gain the timeline could show.

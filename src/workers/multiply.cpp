@@ -1,0 +1,81 @@
+#include "workers/multiply.h"
+
+#include "convert/xdna-convert.h"
+
+#include <cstdio>
+
+namespace xdna {
+
+std::string shape_key::str() const {
+    char buf[160];
+    snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s", ggml_op_name((ggml_op) op),
+             ggml_type_name((ggml_type) type), repacked ? "(repacked)" : "", (long long) k, (long long) rows,
+             (long long) tokens, experts > 1 ? (" experts=" + std::to_string(experts)).c_str() : "");
+    return buf;
+}
+
+size_t shape_key_hash::operator()(const shape_key & s) const {
+    size_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked);
+    return h;
+}
+
+shape_key shape_key_of(const ggml_tensor * node, bool repacked) {
+    shape_key k;
+    const ggml_tensor * w = node->src[0];
+    k.op       = node->op;
+    k.type     = w->type;
+    k.k        = w->ne[0];
+    k.rows     = w->ne[1];
+    k.experts  = node->op == GGML_OP_MUL_MAT_ID ? w->ne[2] : 1;
+    k.tokens   = node->op == GGML_OP_MUL_MAT_ID ? node->src[1]->ne[2] : node->src[1]->ne[1];
+    k.repacked = repacked;
+    return k;
+}
+
+bool moe_routing::read(const ggml_tensor * ids, int64_t n_experts, std::string * why) {
+    const int64_t n_used = ids->ne[0], n_tok = ids->ne[1];
+    first.assign(n_experts + 1, 0);
+    pairs.assign(n_used * n_tok, {});
+    // counting sort by expert: one pass to count, one to place (token order kept within each expert)
+    auto id_at = [ids](int64_t t, int64_t s) {
+        return *(const int32_t *) ((const char *) ids->data + t * ids->nb[1] + s * ids->nb[0]);
+    };
+    for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t s = 0; s < n_used; ++s) {
+            const int32_t e = id_at(t, s);
+            if (e < 0 || e >= n_experts) {
+                if (why) *why = "expert id " + std::to_string(e) + " out of range [0, " + std::to_string(n_experts) + ")";
+                first.clear();
+                pairs.clear();
+                return false;
+            }
+            first[e + 1]++;
+        }
+    }
+    for (int64_t e = 0; e < n_experts; ++e) first[e + 1] += first[e];
+    std::vector<int64_t> at(first.begin(), first.end() - 1);
+    for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t s = 0; s < n_used; ++s) pairs[at[id_at(t, s)]++] = { (int32_t) t, (int32_t) s };
+    }
+    return true;
+}
+
+bool multiply::any_on_cpu() const {
+    for (uint8_t c : cpu_expert) {
+        if (c) return true;
+    }
+    return false;
+}
+
+multiply describe_multiply(const ggml_tensor * node) {
+    multiply m;
+    m.node     = node;
+    m.repacked = xdna_tensor_in_repack_buffer(node->src[0]);
+    m.key      = shape_key_of(node, m.repacked);
+    if (node->op == GGML_OP_MUL_MAT_ID) m.routing.read(node->src[2], node->src[0]->ne[2], &m.routing_error);
+    return m;
+}
+
+}  // namespace xdna
