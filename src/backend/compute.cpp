@@ -12,8 +12,9 @@
 namespace xdna {
 
 compute_engine::compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                               std::vector<worker *> others)
-    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)) {}
+                               std::vector<worker *> others, bool cpu_convert)
+    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)),
+      cpu_convert(cpu_convert) {}
 
 void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
     totals & t = sums[(int) kind];
@@ -87,6 +88,11 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     std::vector<plan_worker> pw;
     participants(m, ws, pw);
     const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw);
+
+    // the CPU worker's threads may do a device's preparation before it starts (the NPU's activations)
+    if (cpu_convert) {
+        m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b) { return cpu.convert_bf16(m.node->src[1], b); };
+    }
 
     // start the device workers, then do the CPU's part here, then collect
     const size_t n_dev = ws.size() - 1;

@@ -1,6 +1,6 @@
 #include "backend/device.h"
 
-#include "convert/xdna-convert.h"
+#include "convert/xdna_convert.h"
 #include "util/log.h"
 #include "workers/gpu/gpu_device.h"
 #include "workers/npu/npu_worker.h"

@@ -30,6 +30,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only), as GGML_XDNA_NPU=off" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
+    { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "0: the NPU worker's own thread converts a multiply's activations; 1: the CPU worker's threads do, before the NPU starts" },
     { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "1 leaves the NPU worker's host thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
@@ -170,6 +171,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     r.boolean("GGML_XDNA_NPU_DISABLE", c.npu_disable);
     r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
+    r.boolean("GGML_XDNA_NPU_CPU_CONVERT", c.npu_cpu_convert);
     r.auto_boolean("GGML_XDNA_NPU_HOST_CORE", c.npu_host_core);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);

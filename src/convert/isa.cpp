@@ -1,7 +1,7 @@
 // Run-time choice of the instruction set for the hot loops.
 
-#include "convert-kernels.h"
-#include "xdna-convert.h"
+#include "convert_kernels.h"
+#include "xdna_convert.h"
 
 #include <atomic>
 

@@ -135,19 +135,19 @@ void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t be
 }
 
 int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                         bool has_cpu, const char *& why) {
+                                         bool has_cpu, plan_reason & why) {
     const int64_t r = st.npu_cur;
     const cost_model & npu = st.model[NPU];
     if (npu.samples() < 2 && r < probe) {
         // one measurement may be the slow first call: the NPU keeps a block until a second one confirms it
-        why = "probe";
+        why = plan_reason::probe;
         return probe;
     }
     if (has_cpu && !has_gpu && r > 0 && st.cpu_alone.samples() < 3) {
         // the CPU has only been measured next to the NPU, which slows it: before a share is trusted to beat the CPU
         // alone, the CPU alone is measured (three times, so that one odd call cannot decide)
         n_alone++;
-        why = "re-probe";
+        why = plan_reason::reprobe;
         return 0;
     }
     if (r == 0) {
@@ -158,7 +158,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
             st.npu_skipped = 0;
             st.reprobe_gap = std::max<int64_t>(opts.reprobe_every, std::min<int64_t>(2 * st.reprobe_gap, opts.reprobe_max_every));
             n_reprobes++;
-            why = "re-probe";
+            why = plan_reason::reprobe;
             return probe;
         }
         return 0;
@@ -184,7 +184,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         }
         if (other > 0) {
             n_explores++;
-            why = "re-probe";
+            why = plan_reason::reprobe;
             return other;
         }
         st.explored = cost_model::per_side;   // no size far enough away: nothing to learn here
@@ -193,14 +193,14 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
 }
 
 int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                     bool has_cpu, const char *& why) {
+                                     bool has_cpu, plan_reason & why) {
     const double p = rest_sec_per_row(st, has_gpu, has_cpu, true);         // the others, next to the NPU
     const double p_alone = rest_sec_per_row(st, has_gpu, has_cpu, false);   // and without it
     if (!st.model[NPU].known() || p <= 0.0 || p_alone <= 0.0) {
-        why = "probe";   // nothing to predict with yet: one block, measured side by side with the others
+        why = plan_reason::probe;   // nothing to predict with yet: one block, measured side by side with the others
         return probe;
     }
-    why = "auto";
+    why = plan_reason::auto_split;
     settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
     // the decision, unless something must be measured first
     return measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, why);
@@ -226,6 +226,44 @@ int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align
     return want;
 }
 
+const char * plan_reason_name(plan_reason r) {
+    switch (r) {
+        case plan_reason::probe:          return "probe";
+        case plan_reason::reprobe:        return "re-probe";
+        case plan_reason::auto_split:     return "auto";
+        case plan_reason::fixed_share:    return "fixed NPU share";
+        case plan_reason::only_worker:    return "only worker";
+        case plan_reason::below_gpu_size: return "below the size at which the NPU joins a GPU";
+        case plan_reason::no_npu:         return "no NPU worker";
+    }
+    return "?";
+}
+
+// The decision line: the rows per worker, why, and each worker's predicted time.
+std::string split_planner::plan_line(const shape_key & key, const shape_state & st, const int64_t rows[3],
+                                     plan_reason why, const bool has[3]) const {
+    std::string line = "split " + key.str() + ":";
+    const char * sep = " ";
+    for (int k : { NPU, GPU, CPU }) {
+        if (!has[k]) continue;
+        line += sep + std::string(worker_kind_name((worker_kind) k)) + " " + std::to_string(rows[k]);
+        sep = " | ";
+    }
+    line += std::string(" rows (") + plan_reason_name(why);
+    if (why == plan_reason::fixed_share) {
+        char share[32];
+        snprintf(share, sizeof(share), " %g", opts.npu_share);
+        line += share;
+    }
+    for (int k : { NPU, GPU, CPU }) {
+        const cost_model & m = k == CPU ? cpu_model(st, has[GPU], rows[NPU] > 0) : st.model[k];
+        if (!has[k] || rows[k] == 0 || !m.known()) continue;
+        const double t = k == NPU ? npu_time(st, rows[k]) : m.predict((double) rows[k]);
+        line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
+    }
+    return line + ")";
+}
+
 std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers) {
     std::vector<row_range> out(workers.size());
     if (n_rows <= 0) return out;
@@ -245,7 +283,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
     const int64_t align_rest = lcm_of(has[GPU] ? workers[idx[GPU]].align : 1, has[CPU] ? workers[idx[CPU]].align : 1);
 
     int64_t rows[3] = { 0, 0, 0 };
-    const char * why = "";
+    plan_reason why = plan_reason::no_npu;
     std::string line;
     {
         std::lock_guard<std::mutex> lock(mtx);
@@ -266,51 +304,30 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {
                 rows[NPU] = n_rows;
-                why = "only worker";
+                why = plan_reason::only_worker;
             } else if (has[GPU] && key.flops() < opts.gpu_npu_min_gflop * 1e9) {
-                why = "below the size at which the NPU joins a GPU";
+                why = plan_reason::below_gpu_size;
             } else if (opts.npu_share >= 0.0) {
                 rows[NPU] = opts.npu_share >= 1.0 ? n_rows
                                                   : round_down((int64_t) std::llround(opts.npu_share * n_rows), step);
-                why = "fixed NPU share";
+                why = plan_reason::fixed_share;
             } else {
                 rows[NPU] = auto_npu_rows(st, n_rows, step, probe, has[GPU], has[CPU], why);
             }
         }
-        if (!has[NPU]) why = "no NPU worker";
+        if (!has[NPU]) why = plan_reason::no_npu;
         const int64_t left = n_rows - rows[NPU];
         if (has[GPU]) rows[GPU] = gpu_rows_of(st, left, align_rest, has[CPU]);
         st.planned_npu = rows[NPU];
         if (has[CPU]) rows[CPU] = left - rows[GPU];
 
-        const bool transient = why[0] == 'r';   // a re-probe is not a decision: it is counted, not logged
-        // logged: a new NPU share, a first plan, or the GPU/CPU boundary moved by more than 1% of the rows
+        // logged: a new NPU share, a first plan, or the GPU/CPU boundary moved by more than 1% of the rows (a re-probe
+        // is not a decision: it is counted, not logged)
         const bool changed = rows[NPU] != st.last[NPU] || st.last[GPU] < 0 || st.last[CPU] < 0 ||
                              std::abs(rows[GPU] - st.last[GPU]) * 100 > n_rows;
-        if (!transient && changed) {
+        if (why != plan_reason::reprobe && changed) {
             for (int k = 0; k < 3; ++k) st.last[k] = rows[k];
-            if (opts.log || get_config().debug) {
-                line = "split " + key.str() + ":";
-                const char * sep = " ";
-                for (int k : { NPU, GPU, CPU }) {
-                    if (!has[k]) continue;
-                    line += sep + std::string(worker_kind_name((worker_kind) k)) + " " + std::to_string(rows[k]);
-                    sep = " | ";
-                }
-                line += std::string(" rows (") + why;
-                if (opts.npu_share >= 0.0 && has[NPU] && why[0] == 'f') {
-                    char share[32];
-                    snprintf(share, sizeof(share), " %g", opts.npu_share);
-                    line += share;
-                }
-                for (int k : { NPU, GPU, CPU }) {
-                    const cost_model & m = k == CPU ? cpu_model(st, has[GPU], rows[NPU] > 0) : st.model[k];
-                    if (!has[k] || rows[k] == 0 || !m.known()) continue;
-                    const double t = k == NPU ? npu_time(st, rows[k]) : m.predict((double) rows[k]);
-                    line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
-                }
-                line += ")";
-            }
+            if (opts.log || get_config().debug) line = plan_line(key, st, rows, why, has);
         }
     }
     if (!line.empty()) {

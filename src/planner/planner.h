@@ -29,6 +29,10 @@
 
 namespace xdna {
 
+// Why a plan gave the NPU what it did (the decision line says it).
+enum class plan_reason { probe, reprobe, auto_split, fixed_share, only_worker, below_gpu_size, no_npu };
+const char * plan_reason_name(plan_reason r);
+
 // A worker as the planner sees it for one multiply.
 struct plan_worker {
     worker_kind   kind;
@@ -118,19 +122,20 @@ class split_planner {
 
     // auto: the decision (best_npu_rows, then settle's hysteresis), unless a probe must measure something first
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                          const char *& why);
+                          plan_reason & why);
     double  makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
     int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const;
     void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                              const char *& why);
+                              plan_reason & why);
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
     const cost_model & cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const;
     double  npu_work(const shape_state & st, int64_t rows) const;
     double  npu_time(const shape_state & st, int64_t rows) const;   // predicted; 0 for no rows
-    void    log_plan(const shape_key & key, shape_state & st, const int64_t rows[3], const char * why, bool has[3]);
+    std::string plan_line(const shape_key & key, const shape_state & st, const int64_t rows[3], plan_reason why,
+                          const bool has[3]) const;
 
     planner_options opts;
     mutable std::mutex mtx;

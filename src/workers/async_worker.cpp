@@ -38,6 +38,18 @@ void async_worker::begin(const multiply & m, row_range rows) {
         done    = true;
         return;
     }
+    lock.unlock();   // the worker is ours and its thread waits for `pending`: the hook runs without the lock
+    try {
+        before_start(m, rows);
+    } catch (const std::exception &) {
+        // a preparation only: the worker's thread does the work itself
+    }
+    lock.lock();
+    if (!running) {
+        result  = work_result::failed(work_failure::device_unavailable, "its worker thread is not running");
+        done    = true;
+        return;
+    }
     pending = true;
     cv.notify_all();
 }

@@ -25,6 +25,11 @@ class async_worker : public worker {
     // Computes `rows` of `m` on the worker thread.
     virtual work_result run(const multiply & m, row_range rows) = 0;
 
+    // Called by begin() on the caller's thread once the worker is the caller's (its thread idle: nothing else touches
+    // the worker's state), before the work is handed over: what the caller's threads can prepare (the NPU: its
+    // activations, converted by the CPU worker's threads).
+    virtual void before_start(const multiply & m, row_range rows) { (void) m; (void) rows; }
+
     // Derived classes start the thread once they are ready, and stop it in their destructor (before their members
     // go away).
     void start_thread();

@@ -1,6 +1,6 @@
 #include "workers/multiply.h"
 
-#include "convert/xdna-convert.h"
+#include "convert/xdna_convert.h"
 
 #include <cstdio>
 

@@ -7,6 +7,7 @@
 #include "ggml.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,18 @@ struct npu_block {
     npu_cost_hint      cost;
 };
 
+// A block of a dense multiply's activations to convert to bf16: rows [t0, t0 + rows) of src[1], columns
+// [col, col + cols), written as `rows` contiguous rows of `cols` values at dst.
+struct bf16_block {
+    int64_t t0 = 0, rows = 0, col = 0, cols = 0;
+    void *  dst = nullptr;
+};
+
+// Work the engine offers a device worker on the CPU worker's threads, on the calling thread, before the device starts
+// (those threads are about to compute the CPU's rows, or idle while the device computes everything): converting
+// activations to bf16, which one host thread would otherwise do while the device waits. False: not done.
+using bf16_converter = std::function<bool(const std::vector<bf16_block> &)>;
+
 struct multiply {
     const ggml_tensor * node     = nullptr;
     shape_key           key;
@@ -90,6 +103,7 @@ struct multiply {
     // be worth the NPU's launches): the planner's decision (split_planner::assign_experts), empty until then
     std::vector<uint8_t> cpu_expert;
     npu_block           npu;
+    bf16_converter      convert_bf16;       // empty: not offered (a worker on its own converts on its own thread)
 
     bool is_id() const { return node->op == GGML_OP_MUL_MAT_ID; }
     bool on_cpu(int64_t expert) const { return !cpu_expert.empty() && cpu_expert[expert]; }

@@ -116,7 +116,7 @@ TEST(npu_choice, the_emulator_only_when_asked_for) {
         }
         const npu_choice e = choose_npu(parse({ { "GGML_XDNA_NPU", "emulator" } }), xrt);
         EXPECT_EQ(e.open, !xrt) << "emulator, built " << (xrt ? "with" : "without") << " XRT";
-        if (xrt) EXPECT_NE(e.why.find("built against XRT"), std::string::npos) << e.why;
+        if (xrt) { EXPECT_NE(e.why.find("built against XRT"), std::string::npos) << e.why; }
         for (const auto & off : { std::pair<std::string, std::string>{ "GGML_XDNA_NPU", "off" },
                                   std::pair<std::string, std::string>{ "GGML_XDNA_NPU_DISABLE", "1" } }) {
             const npu_choice o = choose_npu(parse({ off, { "GGML_XDNA_NPU_SHARE", "1" } }), xrt);

@@ -10,21 +10,16 @@
 set -euo pipefail
 bin=$1 plugin=$2 gen=$3 src=$4 text=$5
 model=$("$gen" --model llama-tiny --type Q4_0 --llama-src "$src" --llama-bin "$bin")
-args=(-m "$model" -f "$text" -c 128 --chunks 4 -b 128 -t 2)
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/perplexity.sh"
+chunks=4   # compared: the running perplexity after the fourth; one more is computed (tests/lib/perplexity.sh)
+args=(-m "$model" -f "$text" -c 128 --chunks $((chunks + 1)) -b 128 -t 2)
 passed=0 failed=0
 
-# The pinned llama.cpp's logger loses the last lines of a run now and then (stock llama-perplexity without the plugin,
-# exit status 0: 3 runs in 10 on this 2-CPU machine while another test ran), so a run whose output is incomplete is
-# run again, up to ten times.
 perplexity() {   # perplexity <env...>: prints the log
-    local out i
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-        out=$(env GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 GGML_XDNA_NPU_WARM=0 GGML_BACKEND_PATH="$plugin" "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1) || true
-        grep -q 'Final estimate' <<<"$out" && break
-    done
-    printf '%s\n' "$out"
+    ppl_run $chunks env GGML_XDNA_NPU=emulator GGML_XDNA_NPU_SHARE=1 GGML_XDNA_NPU_WARM=0 GGML_BACKEND_PATH="$plugin" "$@" \
+        "$bin/llama-perplexity" "${args[@]}" || true
 }
-final() { grep -oE 'Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$' || true; }   # empty: no estimate
+final() { ppl_values $chunks "$1" | sed -n "${chunks}p"; }   # empty: no value
 check() {   # check <name> <condition...>
     local name=$1; shift
     if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi

@@ -20,30 +20,20 @@ if [[ -z "${XDNA_TEST_GPU:-}" || "${XDNA_TEST_GPU}" == rpc ]]; then
 fi
 
 m=$("$gen" --model "$model" --type "$type" --llama-src "$src" --llama-bin "$bin")
-chunks=3
-args=(-m "$m" -f "$text" -c 128 --chunks $chunks -b 128 -t 2 -ngl 0 -dev none)
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/perplexity.sh"
+chunks=3   # compared; one more is computed (tests/lib/perplexity.sh)
+args=(-m "$m" -f "$text" -c 128 --chunks $((chunks + 1)) -b 128 -t 2 -ngl 0 -dev none)
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 
-# The pinned llama.cpp's logger loses the last lines of a run now and then (stock llama-perplexity without the plugin,
-# exit status 0: 3 runs in 10 on this 2-CPU machine while another test ran), so a run whose output is incomplete is
-# run again, up to ten times.
-complete() { [[ $(grep -oE '\[[0-9]+\][0-9.]+' <<<"$1" | wc -l) == "$chunks" ]] && grep -q 'Final estimate' <<<"$1"; }
-perplexity() {
-    local out i
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-        : >"$report"
-        out=$(env "$@" "$bin/llama-perplexity" "${args[@]}" 2>&1)
-        complete "$out" && break
-    done
-    printf '%s\n' "$out"
-}
+run_once() { : >"$report"; env "$@" "$bin/llama-perplexity" "${args[@]}"; }   # the report of the last run only
+perplexity() { ppl_run $chunks run_once "$@"; }
 stock=$(perplexity GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin")
 # the NPU worker off: this compares the GPU worker alone (next to the CPU) with the stock CPU
 with_gpu=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" GGML_BACKEND_PATH="$plugin")
 summary=$(grep -E '^ggml-xdna: [0-9]+ multiplies' "$report" | tail -1 || true)
 
-ppl() { grep -oE '\[[0-9]+\][0-9.]+|Final estimate: PPL = [0-9.]+' <<<"$1" | grep -oE '[0-9.]+$'; }
+ppl() { ppl_values $chunks "$1"; }
 max_rel_diff() { paste <(ppl "$1") <(ppl "$2") | awk '{ d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d } END { printf "%.3g", w }'; }
 if [[ ${XDNA_TEST_PPL_STOCK_GPU:-0} == 1 ]]; then
     args_no_dev=("${args[@]:0:${#args[@]}-2}")   # without -dev none: llama.cpp offloads large batches to its GPU

@@ -7,6 +7,7 @@
 // With the emulator's locked-memory limit set (XDNA_EMU_MEMLOCK_MB, CTest's second run of this program) the NPU
 // buffers for the weights cannot be had: the weights must stay in ordinary memory and the results stay the same.
 #include "config/config.h"
+#include "workers/cpu/cpu_worker.h"
 #include "workers/npu/npu_worker.h"
 #include "run_worker.h"
 #include "workers/npu/resident_weight.h"
@@ -241,4 +242,54 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
     EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
+}
+
+// The CPU worker's threads convert a dense multiply's activations into the NPU's buffer before the NPU starts
+// (GGML_XDNA_NPU_CPU_CONVERT): the NPU must then read the same bf16 values as when its own thread converts them, so
+// the results agree bit for bit; where K is not a whole number of the kernel's K blocks the worker converts them
+// itself (the offer is not taken).
+TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bit_for_bit) {
+    setenv("XDNA_EMU_LOG", "0", 0);
+    ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
+    std::unique_ptr<xdna::cpu_worker> cpu = xdna::cpu_worker::create(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    ASSERT_TRUE(cpu);
+    cpu->set_n_threads(2);
+    std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
+    ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+    struct { int64_t k, rows, tokens; bool offer_taken; } cases[] = { { 2048, 512, 100, true }, { 1024, 256, 64, true },
+                                                                      { 1504, 256, 40, false } };
+    for (const auto & cs : cases) {
+        ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+        ggml_context * ctx = ggml_init(p);
+        ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, cs.k, cs.rows);
+        ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, cs.k, cs.tokens);
+        ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+        std::mt19937 rng(uint32_t(cs.k));
+        std::normal_distribution<float> d(0, 1);
+        for (int64_t i = 0; i < cs.k * cs.rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(d(rng));
+        for (int64_t i = 0; i < cs.k * cs.tokens; ++i) ((float *) x->data)[i] = d(rng);
+        std::vector<float> got[2];
+        int offers_taken = 0;
+        for (int by_cpu = 0; by_cpu < 2; ++by_cpu) {
+            xdna::next_graph();   // a new graph: the input is converted again
+            xdna::multiply m = xdna::describe_multiply(y);
+            ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
+            if (by_cpu) {
+                m.convert_bf16 = [&](const std::vector<xdna::bf16_block> & b) {
+                    offers_taken++;
+                    return cpu->convert_bf16(x, b);
+                };
+            }
+            std::fill((float *) y->data, (float *) y->data + cs.rows * cs.tokens, -1.0f);
+            npu->begin(m, { 0, cs.rows });
+            const xdna::work_result r = npu->end();
+            ASSERT_TRUE(r.ok()) << r.why();
+            got[by_cpu].assign((const float *) y->data, (const float *) y->data + cs.rows * cs.tokens);
+        }
+        EXPECT_EQ(offers_taken, cs.offer_taken ? 1 : 0) << "K=" << cs.k;
+        EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float))) << "K=" << cs.k;
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
 }

@@ -1,6 +1,6 @@
 #include "workers/cpu/cpu_worker.h"
 
-#include "convert/xdna-convert.h"
+#include "convert/xdna_convert.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -13,6 +13,9 @@
 #include <thread>
 
 namespace xdna {
+
+// Nodes of the graphs the worker builds: one for a row range, one per block of a conversion (convert_bf16).
+static constexpr int64_t max_nodes = 32;
 
 struct cpu_worker::impl {
     ggml_backend_t                backend     = nullptr;
@@ -60,7 +63,7 @@ std::unique_ptr<cpu_worker> cpu_worker::create(ggml_backend_dev_t cpu_dev) {
     }
 
     ggml_init_params params = {
-        /* .mem_size   = */ ggml_tensor_overhead() * 8 + ggml_graph_overhead_custom(4, false) + 1024,
+        /* .mem_size   = */ ggml_tensor_overhead() * (3 * max_nodes + 8) + ggml_graph_overhead_custom(max_nodes, false) + 1024,
         /* .mem_buffer = */ nullptr,
         /* .no_alloc   = */ true,
     };
@@ -213,6 +216,23 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
     work_result res;
     res.seconds = now_seconds() - t0;
     return res;
+}
+
+bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks) {
+    if (blocks.empty() || (int64_t) blocks.size() > max_nodes) return false;
+    ggml_reset(p->ctx);
+    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, max_nodes, false);
+    for (const bf16_block & b : blocks) {
+        ggml_tensor * src = ggml_view_2d(p->ctx, const_cast<ggml_tensor *>(x), b.cols, b.rows, x->nb[1],
+                                         b.t0 * x->nb[1] + b.col * x->nb[0]);
+        ggml_tensor * dst = ggml_new_tensor_2d(p->ctx, GGML_TYPE_BF16, b.cols, b.rows);
+        dst->data = b.dst;
+        if (ggml_backend_view_init(src) != GGML_STATUS_SUCCESS) return false;
+        ggml_tensor * cpy = ggml_cpy(p->ctx, src, dst);
+        cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
+        ggml_graph_add_node(g, cpy);
+    }
+    return ggml_backend_graph_compute(p->backend, g) == GGML_STATUS_SUCCESS;
 }
 
 void cpu_worker::begin(const multiply & m, row_range rows) {

@@ -34,6 +34,10 @@ class cpu_worker final : public worker {
     // (gathered into one plain multiply per expert, then scattered back): their share of another worker's rows.
     work_result compute_experts(const multiply & m, row_range rows);
 
+    // Converts blocks of a dense multiply's activations `x` (f32) to bf16 with the CPU backend's own conversion (round
+    // to nearest even), on its threads: one copy node per block, one graph. For a device worker (multiply.h).
+    bool convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks);
+
     void set_n_threads(int n_threads);
     // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
     // computes with one thread fewer when its threads would otherwise take every core, so that no thread of its team

@@ -3,7 +3,7 @@
 #include "workers/npu/resident_weight.h"
 
 #include "config/config.h"
-#include "convert/xdna-convert.h"
+#include "convert/xdna_convert.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/trace.h"
@@ -47,6 +47,15 @@ struct npu_worker::job {
 bool npu_worker::arena_key::operator==(const arena_key & o) const {
     return data == o.data && graph == o.graph && tb == o.tb && kb == o.kb && ld == o.ld && a_blocks == o.a_blocks &&
            std::equal(ne, ne + 4, o.ne) && std::equal(nb, nb + 4, o.nb);
+}
+
+npu_worker::arena_key npu_worker::input_key(const ggml_tensor * x, int64_t tb, int64_t kb, int64_t ld, int64_t a_blocks) {
+    arena_key key;
+    key.data = x->data;
+    for (int d = 0; d < 4; ++d) { key.ne[d] = x->ne[d]; key.nb[d] = (int64_t) x->nb[d]; }
+    key.graph = graph_epoch();
+    key.tb = tb; key.kb = kb; key.ld = ld; key.a_blocks = a_blocks;
+    return key;
 }
 
 // One launch: its job, token block, row block and K block, and the activation block it reads.
@@ -468,14 +477,7 @@ void npu_worker::place_activations(call & c) {
     }
     const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
     // a dense multiply whose input the arena already holds (k and v after q, up after gate): nothing to convert
-    arena_key key;
-    const ggml_tensor * x = c.m->node->src[1];
-    if (!c.m->is_id()) {
-        key.data = x->data;
-        for (int d = 0; d < 4; ++d) { key.ne[d] = x->ne[d]; key.nb[d] = (int64_t) x->nb[d]; }
-        key.graph = graph_epoch();
-        key.tb = c.tb; key.kb = c.kb; key.ld = c.ld; key.a_blocks = a_blocks;
-    }
+    const arena_key key = c.m->is_id() ? arena_key() : input_key(c.m->node->src[1], c.tb, c.kb, c.ld, a_blocks);
     const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
     arena_holds = arena_key();   // until the new contents are complete
     // room for every block, up to `arena_cap` of pinned memory (a mixture of experts' call has hundreds of blocks):
@@ -493,6 +495,38 @@ void npu_worker::place_activations(call & c) {
         for (int64_t p = 0; p < c.places; ++p) c.a_held[p] = p;
     }
     c.arena_key_after = key;
+}
+
+// On the caller's thread, the worker idle: the CPU worker's threads convert a dense multiply's activations straight
+// into the arena, in the layout the run reads (block (token block tbi, K block kbi) at place tbi * k_blocks + kbi, as
+// place_activations numbers them; rows of kb values), and the run then finds them held, as it finds those of an
+// earlier multiply with the same input. One thread converting 512 tokens x 1,024 inputs takes ~0.5 ms while the NPU
+// waits for its first block; eight take a fraction of that, before the NPU starts. Only bf16 (int8 activations carry
+// a scale per token), a K that is a whole number of K blocks (no zero columns to add) and an arena that holds every
+// block; otherwise the run converts them itself, block by block.
+void npu_worker::before_start(const multiply & m, row_range rows) {
+    if (w8 || m.is_id() || !m.convert_bf16 || !m.npu.kernel || rows.empty() || switched_off) return;
+    const npu_kernel & kn = *m.npu.kernel;
+    const ggml_tensor * x = m.node->src[1];
+    const int64_t k = x->ne[0], tokens = x->ne[1], tb = kn.tokens, kb = kn.k;
+    if (k % kb != 0 || x->nb[0] != sizeof(float) || x->ne[2] * x->ne[3] != 1) return;
+    const int64_t k_blocks = k / kb, a_blocks = (tokens + tb - 1) / tb * k_blocks;
+    const size_t block_bytes = size_t(tb) * kb * sizeof(ggml_bf16_t), bytes = size_t(a_blocks) * block_bytes;
+    const arena_key key = input_key(x, tb, kb, m.npu.k_padded, a_blocks);
+    if (key == arena_holds && act_arena.size() >= bytes) return;   // held already (up after gate)
+    if (bytes > arena_cap || !reserve_arena(kn, bytes)) return;
+    arena_holds = arena_key();   // until the new contents are complete
+    std::vector<bf16_block> blocks;
+    uint8_t * base = act_arena.as<uint8_t>();
+    for (int64_t tbi = 0, a = 0; tbi * tb < tokens; ++tbi) {
+        for (int64_t kbi = 0; kbi < k_blocks; ++kbi, ++a) {
+            blocks.push_back({ tbi * tb, std::min(tb, tokens - tbi * tb), kbi * kb, kb, base + size_t(a) * block_bytes });
+        }
+    }
+    trace::scope ts("convert activations (CPU threads)", tokens);
+    if (!m.convert_bf16(blocks)) return;
+    act_arena.sync_to_device(bytes);
+    arena_holds = key;
 }
 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),

@@ -60,6 +60,8 @@ class npu_worker final : public async_worker {
 
   protected:
     work_result run(const multiply & m, row_range rows) override;
+    // a dense bf16 multiply: the CPU worker's threads convert its activations into the arena (m.convert_bf16)
+    void before_start(const multiply & m, row_range rows) override;
 
   private:
     npu_worker(std::unique_ptr<npu_runtime> rt, const config & cfg);
@@ -106,6 +108,8 @@ class npu_worker final : public async_worker {
         int64_t      tb = 0, kb = 0, ld = 0, a_blocks = 0;
         bool operator==(const arena_key & o) const;
     };
+    // the key of a dense multiply's input x in the layout (tb tokens, kb inputs per block, row stride ld)
+    static arena_key input_key(const ggml_tensor * x, int64_t tb, int64_t kb, int64_t ld, int64_t a_blocks);
     arena_key                    arena_holds;
 
     std::atomic<bool> switched_off{ false };

@@ -1,6 +1,6 @@
 #include "workers/npu/weight_cache.h"
 
-#include "convert/xdna-convert.h"
+#include "convert/xdna_convert.h"
 #include "util/log.h"
 
 #include "ggml-backend.h"

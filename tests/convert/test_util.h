@@ -2,7 +2,7 @@
 
 // Shared helpers of the conversion tests: loading the CPU backend, test data, plain and repacked weights.
 
-#include "xdna-convert.h"
+#include "xdna_convert.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"

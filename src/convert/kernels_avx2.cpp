@@ -1,8 +1,8 @@
 // AVX2 (+ F16C) versions of the hot loops. Compiled with those ISAs enabled: include nothing else (see
-// convert-kernels.h).
+// convert_kernels.h).
 
-#include "convert-kernels.h"
-#include "scalar-ops.h"
+#include "convert_kernels.h"
+#include "scalar_ops.h"
 
 #include <immintrin.h>
 

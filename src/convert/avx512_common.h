@@ -9,7 +9,7 @@
 namespace xdna {
 namespace avx512 {
 
-// 16 floats (as bits) to 16 bf16 with ggml's rule (see bf16_bits in scalar-ops.h).
+// 16 floats (as bits) to 16 bf16 with ggml's rule (see bf16_bits in scalar_ops.h).
 static inline __m256i bf16x16(__m512i u) {
     const __m512i   hi  = _mm512_srli_epi32(u, 16);
     const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
@@ -73,7 +73,7 @@ template <class S> static inline void dq_lut4(const __m512 lut, __m512 d, __m128
 }
 
 // ggml's 4-bit lookup types (IQ4_NL / IQ4_XS, MXFP4): their 16 values, read once from ggml's own dequantization
-// (dequant-avx512.cpp).
+// (dequant_avx512.cpp).
 extern float g_lut_iq4nl[16];
 extern float g_lut_mxfp4[16];
 

@@ -3,11 +3,11 @@
 // Each kernel computes every value with exactly the operations of ggml's own dequantize_row_* (the reference, built
 // for baseline x86-64): the same int -> float conversions, the same multiplies and adds in the same order, never
 // fused (this file is compiled with -ffp-contract=off), so the results are bit-identical. Compiled with AVX-512
-// enabled: include nothing else (see convert-kernels.h).
+// enabled: include nothing else (see convert_kernels.h).
 
-#include "avx512-common.h"
-#include "convert-kernels.h"
-#include "ggml-blocks.h"
+#include "avx512_common.h"
+#include "convert_kernels.h"
+#include "ggml_blocks.h"
 
 #include <immintrin.h>
 

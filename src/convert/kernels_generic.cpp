@@ -1,7 +1,7 @@
 // Portable versions of the hot loops; the dequantization is left to ggml's own to_float.
 
-#include "convert-kernels.h"
-#include "scalar-ops.h"
+#include "convert_kernels.h"
+#include "scalar_ops.h"
 
 #include <cstring>
 

@@ -1,9 +1,9 @@
 // AVX-512 (F, BW, VL, DQ) versions of the hot loops. Compiled with those ISAs enabled: include nothing else (see
-// convert-kernels.h).
+// convert_kernels.h).
 
-#include "avx512-common.h"
-#include "convert-kernels.h"
-#include "scalar-ops.h"
+#include "avx512_common.h"
+#include "convert_kernels.h"
+#include "scalar_ops.h"
 
 #include <immintrin.h>
 

@@ -5,7 +5,7 @@
 // Options besides Google Benchmark's own: --k=, --n=, --tokens=, --types=q4_0,q8_0,... (default: all), --isa=best|all.
 // Example: bench-convert --benchmark_filter='weight/q4_K' --isa=all
 
-#include "xdna-convert.h"
+#include "xdna_convert.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"

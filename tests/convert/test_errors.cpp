@@ -1,6 +1,6 @@
 // Bad input gets false and one line that names what is wrong; nothing is written.
 
-#include "test-util.h"
+#include "test_util.h"
 
 #include "ggml-backend-impl.h"
 

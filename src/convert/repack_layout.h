@@ -8,7 +8,7 @@
 // the quants are a sequence of 8-byte chunks where chunk i holds bytes [(i / 8) * 8, (i / 8) * 8 + 8) of row i % 8.
 // Q4_0 XORs every quant byte with 0x88; Q4_K and Q2_K re-pack their sub-block scales across the 8 rows.
 
-#include "ggml-blocks.h"
+#include "ggml_blocks.h"
 #include "ggml.h"
 
 #include <cstddef>

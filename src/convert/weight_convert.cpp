@@ -5,9 +5,9 @@
 // its 8-row group (by a kernel that reads the interleaved blocks, or un-repacked into a small stack buffer first), so
 // any row range works.
 
-#include "convert-kernels.h"
-#include "repack-layout.h"
-#include "xdna-convert.h"
+#include "convert_kernels.h"
+#include "repack_layout.h"
+#include "xdna_convert.h"
 
 #include <cstring>
 #include <string>

@@ -1,4 +1,4 @@
-#include "repack-layout.h"
+#include "repack_layout.h"
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
 // The inverse of the CPU's repacked layouts: the CPU backend repacks (in set_tensor), this library converts back,
 // and the recovered plain blocks must be byte-identical to the ones that were set.
 
-#include "test-util.h"
+#include "test_util.h"
 
 #include <atomic>
 #include <thread>

@@ -1,7 +1,7 @@
 // Activation conversion: f32 rows (strided, as ggml's src1) to bf16 (against ggml's own rounding, byte for byte) and
 // to int8 with one scale per row (within the rounding bound), on every instruction set.
 
-#include "test-util.h"
+#include "test_util.h"
 
 #include <cfloat>
 #include <cmath>

@@ -1,7 +1,7 @@
 // bf16 weight conversion against ggml's own dequantization rounded to bf16 by ggml, byte for byte, for every type
 // ggml can dequantize, plain and repacked, 2-D and 3-D, whole and partial row ranges, on every instruction set.
 
-#include "test-util.h"
+#include "test_util.h"
 
 #include <cmath>
 #include <thread>

@@ -1,7 +1,7 @@
 // int8 weight conversion (GGML_XDNA_NPU_W8=1): one scale per row and 1,024 weights, every value within the int8
 // rounding bound of ggml's own dequantization; the same bytes on every instruction set and from repacked weights.
 
-#include "test-util.h"
+#include "test_util.h"
 
 #include <cfloat>
 #include <cmath>

@@ -5,8 +5,8 @@
 // CPU_REPACK buffer type, filled with random bytes (the repack, done in set_tensor, is a pure byte permutation) and
 // converted back; only a type whose inverse gives back the very same bytes is convertible.
 
-#include "repack-layout.h"
-#include "xdna-convert.h"
+#include "repack_layout.h"
+#include "xdna_convert.h"
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"

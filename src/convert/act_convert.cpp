@@ -1,7 +1,7 @@
 // Activation conversion: f32 rows (ggml's src1, possibly strided per row, or gathered) to bf16 or int8 rows.
 
-#include "convert-kernels.h"
-#include "xdna-convert.h"
+#include "convert_kernels.h"
+#include "xdna_convert.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "test-util.h"
+#include "test_util.h"
 
 #include <dlfcn.h>
 

@@ -3,13 +3,13 @@
 //
 // One kernel per type, written against an accessor that yields a block's scales and 16 plain quant bytes at a time;
 // the plain accessor reads ggml's block, the x8 accessor gathers the same bytes from the interleaved block (see
-// repack-layout.h for the layouts). The arithmetic is exactly that of ggml's dequantize_row_* (see
-// dequant-avx512.cpp). Compiled with AVX-512 enabled: include nothing else (see convert-kernels.h).
+// repack_layout.h for the layouts). The arithmetic is exactly that of ggml's dequantize_row_* (see
+// dequant_avx512.cpp). Compiled with AVX-512 enabled: include nothing else (see convert_kernels.h).
 
-#include "avx512-common.h"
-#include "convert-kernels.h"
-#include "ggml-blocks.h"
-#include "repack-layout.h"
+#include "avx512_common.h"
+#include "convert_kernels.h"
+#include "ggml_blocks.h"
+#include "repack_layout.h"
 
 #include <immintrin.h>
 
