@@ -78,6 +78,7 @@ struct npu_worker::call {
     // suffice: the runs in flight read at most that many consecutive blocks)
     std::vector<npu_buffer>  a_views;
     std::vector<int64_t>     a_held;      // per place: the block converted and synced there (-1: none)
+    std::vector<uint8_t>     a_unsynced;  // per place: converted by the CPU's threads, synced when first launched
     int64_t                  places = 0;
     std::vector<const float *> src_rows;   // scratch: the rows one conversion reads
     bool                     check_finite = true;
@@ -491,8 +492,11 @@ void npu_worker::place_activations(call & c) {
     c.a_views.clear();
     for (int64_t p = 0; p < c.places; ++p) c.a_views.push_back(act_arena.view(size_t(p) * block_bytes, block_bytes));
     c.a_held.assign(c.places, -1);
+    const bool staged = staged_unsynced;
+    staged_unsynced = false;
     if (held && c.places == a_blocks) {
         for (int64_t p = 0; p < c.places; ++p) c.a_held[p] = p;
+        if (staged) c.a_unsynced.assign(c.places, 1);
     }
     c.arena_key_after = key;
 }
@@ -525,8 +529,8 @@ void npu_worker::before_start(const multiply & m, row_range rows) {
     }
     trace::scope ts("convert activations (CPU threads)", tokens);
     if (!m.convert_bf16(blocks)) return;
-    act_arena.sync_to_device(bytes);
     arena_holds = key;
+    staged_unsynced = true;   // each block is synced on the worker's thread when its first launch is prepared
 }
 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
@@ -551,7 +555,13 @@ void npu_worker::convert_block(call & c, const block & bl) {
 // that buffer, copied into the slot with zeros past the last row.
 void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
     const block & bl = c.blocks[i];
-    if (c.a_held[bl.a_block % c.places] != bl.a_block) convert_block(c, bl);
+    const int64_t place = bl.a_block % c.places;
+    if (c.a_held[place] != bl.a_block) convert_block(c, bl);
+    if (!c.a_unsynced.empty() && c.a_unsynced[place]) {
+        trace::scope ts("sync activations");
+        c.a_views[place].sync_to_device();
+        c.a_unsynced[place] = 0;
+    }
     const job & j = c.jobs[bl.job];
     resident_weight * res = j.weight->resident.get();
     s.b_arg = res ? res->block(j.w_base + bl.rbi * c.rb, c.rb, bl.kbi) : nullptr;

@@ -111,6 +111,7 @@ class npu_worker final : public async_worker {
     // the key of a dense multiply's input x in the layout (tb tokens, kb inputs per block, row stride ld)
     static arena_key input_key(const ggml_tensor * x, int64_t tb, int64_t kb, int64_t ld, int64_t a_blocks);
     arena_key                    arena_holds;
+    bool                         staged_unsynced = false;   // before_start converted the arena's contents, unsynced
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
