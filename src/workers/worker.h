@@ -28,8 +28,8 @@ const char * worker_kind_name(worker_kind kind);
 
 // A count of the graphs (splits) the backend has been handed, process-wide. While one graph runs, a tensor at one
 // address with one shape keeps its contents (ggml's allocator reuses memory only between graphs or after a tensor's
-// last use), so a worker may keep what it derived from an input, e.g. the converted activations shared by the q, k
-// and v multiplies, for the rest of the graph. next_graph() is called when a graph arrives.
+// last use), so a worker may keep what it derived from an input, e.g. the converted activations shared by the FFN's
+// up and gate multiplies, for the rest of the graph. next_graph() is called when a graph arrives.
 uint64_t graph_epoch();
 void     next_graph();
 

@@ -477,7 +477,7 @@ void npu_worker::place_activations(call & c) {
         }
     }
     const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
-    // a dense multiply whose input the arena already holds (k and v after q, up after gate): nothing to convert
+    // a dense multiply whose input the arena already holds (gate after up): nothing to convert
     const arena_key key = c.m->is_id() ? arena_key() : input_key(c.m->node->src[1], c.tb, c.kb, c.ld, a_blocks);
     const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
     arena_holds = arena_key();   // until the new contents are complete
@@ -517,7 +517,7 @@ void npu_worker::before_start(const multiply & m, row_range rows) {
     const int64_t k_blocks = k / kb, a_blocks = (tokens + tb - 1) / tb * k_blocks;
     const size_t block_bytes = size_t(tb) * kb * sizeof(ggml_bf16_t), bytes = size_t(a_blocks) * block_bytes;
     const arena_key key = input_key(x, tb, kb, m.npu.k_padded, a_blocks);
-    if (key == arena_holds && act_arena.size() >= bytes) return;   // held already (up after gate)
+    if (key == arena_holds && act_arena.size() >= bytes) return;   // held already (gate after up)
     if (bytes > arena_cap || !reserve_arena(kn, bytes)) return;
     arena_holds = arena_key();   // until the new contents are complete
     std::vector<bf16_block> blocks;
