@@ -1,5 +1,6 @@
 // The load-time warm-up (GGML_XDNA_NPU_WARM): while llama.cpp sets the model up, a background thread loads the NPU's
-// kernels and converts the weights the backend will be given (offered as the scheduler asks about each multiply).
+// kernels and converts the weights the backend will be given (offered when ggml hands the backend its split of the
+// graph, graph_optimize, first at the context's reserve).
 // The first prompt stops it: weights it had not reached are converted on first use. One log line says how many
 // weights and bytes it converted, in how long.
 #pragma once
