@@ -6,6 +6,7 @@
 //
 // With the emulator's locked-memory limit set (XDNA_EMU_MEMLOCK_MB, CTest's second run of this program) the NPU
 // buffers for the weights cannot be had: the weights must stay in ordinary memory and the results stay the same.
+#include "backend/compute.h"
 #include "config/config.h"
 #include "workers/cpu/cpu_worker.h"
 #include "workers/npu/npu_worker.h"
@@ -292,4 +293,62 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
         ggml_backend_buffer_free(buf);
         ggml_free(ctx);
     }
+}
+
+// A mixture of experts through the engine at NPU share 0.5: the experts with fewer routed tokens than the planner's
+// threshold go to the CPU whole, which computes their rows of the NPU's range beside the NPU, while the NPU computes the
+// other experts' rows of its range and the CPU its own range. Small integers, exact in bf16 and f16 and summed exactly
+// in f32: every output must equal the fp64 reference (a row of an expert nobody computed keeps its NaN sentinel).
+TEST(npu_moe_engine, the_cpu_computes_the_small_experts_beside_the_npu) {
+    setenv("XDNA_EMU_LOG", "0", 0);
+    ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
+    std::unique_ptr<xdna::cpu_worker> cpu = xdna::cpu_worker::create(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    ASSERT_TRUE(cpu);
+    cpu->set_n_threads(2);
+    std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
+    ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+    const int64_t k = 1024, rows = 512, experts = 6, used = 2, tokens = 48;
+    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * w = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, k, rows, experts);
+    ggml_tensor * x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, k, 1, tokens);   // one input row per token (broadcast)
+    ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, used, tokens);
+    ggml_tensor * y = ggml_mul_mat_id(ctx, w, x, ids);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    for (int64_t i = 0; i < k * rows * experts; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(float((i * 13) % 9 - 4));
+    for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + 3) % 9 - 4);
+    // slot 0: expert 0 for every token (48 tokens); slot 1: experts 1 and 2 for 20 tokens each, 3 and 4 for 4 each,
+    // expert 5 for none: experts 3 and 4 are below the threshold of 16
+    for (int64_t t = 0; t < tokens; ++t) {
+        ((int32_t *) ids->data)[t * used + 0] = 0;
+        ((int32_t *) ids->data)[t * used + 1] = t < 20 ? 1 : t < 40 ? 2 : t < 44 ? 3 : 4;
+    }
+    xdna::planner_options po;
+    po.npu_share = 0.5;
+    po.moe_min_tokens = 16;
+    xdna::split_planner planner(po);
+    xdna::multiply m = xdna::describe_multiply(y);
+    planner.assign_experts(m);
+    ASSERT_TRUE(m.on_cpu(3) && m.on_cpu(4) && !m.on_cpu(0) && !m.on_cpu(1)) << "the routing must give the CPU experts";
+    std::fill((float *) y->data, (float *) y->data + ggml_nelements(y), NAN);
+    xdna::compute_engine engine(planner, planner, 1, *cpu, { npu.get() });
+    xdna::next_graph();
+    ASSERT_EQ(engine.compute(y), GGML_STATUS_SUCCESS);
+    EXPECT_NE(engine.summary().find("npu: 256 rows"), std::string::npos) << engine.summary();
+    for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t s = 0; s < used; ++s) {
+            const int32_t e = ((const int32_t *) ids->data)[t * used + s];
+            for (int64_t r = 0; r < rows; ++r) {
+                double ref = 0;
+                for (int64_t i = 0; i < k; ++i) {
+                    ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w->data)[(e * rows + r) * k + i])) *
+                           ((const float *) x->data)[t * k + i];
+                }
+                const float got = ((const float *) y->data)[(t * used + s) * rows + r];
+                ASSERT_EQ(got, ref) << "token " << t << ", slot " << s << " (expert " << e << "), row " << r;
+            }
+        }
+    }
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
 }
