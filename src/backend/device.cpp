@@ -73,7 +73,8 @@ device_state::~device_state() {
 }
 
 void device_state::offer_weight(const ggml_tensor * op) {
-    if (!warmup || op->op != GGML_OP_MUL_MAT) return;
+    // after the first prompt (graph_optimize comes with every graph) there is nothing to work out
+    if (!warmup || op->op != GGML_OP_MUL_MAT || warmup->stopped()) return;
     if (npu->accepts(describe_multiply(op))) warmup->offer(op->src[0]);
 }
 

@@ -36,10 +36,14 @@ static ggml_guid_t ggml_backend_xdna_guid() {
 }
 
 // The backend's context, checked: the functions handed out through get_proc_address can be called with any backend,
-// and only an XDNA one has this context (null otherwise).
-static ggml_backend_xdna_context * ggml_backend_xdna_context_of(ggml_backend_t backend) {
-    if (backend == nullptr || !ggml_guid_matches(backend->guid, ggml_backend_xdna_guid())) return nullptr;
-    return (ggml_backend_xdna_context *) backend->context;
+// and only an XDNA one has this context (null otherwise, and one line names the function `fn` that refused it).
+static ggml_backend_xdna_context * ggml_backend_xdna_context_of(ggml_backend_t backend, const char * fn) {
+    if (backend != nullptr && ggml_guid_matches(backend->guid, ggml_backend_xdna_guid())) {
+        return (ggml_backend_xdna_context *) backend->context;
+    }
+    XDNA_LOG_ERROR("%s of the XDNA backend called with another backend (%s): ignored", fn,
+                   backend ? ggml_backend_name(backend) : "null");
+    return nullptr;
 }
 
 static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
@@ -126,23 +130,15 @@ static ggml_backend_i make_backend_i() {
 static const ggml_backend_i ggml_backend_xdna_i = make_backend_i();
 
 static void ggml_backend_xdna_set_n_threads(ggml_backend_t backend, int n_threads) {
-    ggml_backend_xdna_context * ctx = ggml_backend_xdna_context_of(backend);
-    if (!ctx) {
-        XDNA_LOG_ERROR("ggml_backend_set_n_threads of the XDNA backend called with another backend (%s): ignored",
-                       backend ? ggml_backend_name(backend) : "null");
-        return;
+    if (ggml_backend_xdna_context * ctx = ggml_backend_xdna_context_of(backend, "ggml_backend_set_n_threads")) {
+        ctx->cpu->set_n_threads(n_threads);
     }
-    ctx->cpu->set_n_threads(n_threads);
 }
 
 static void ggml_backend_xdna_set_abort_callback(ggml_backend_t backend, ggml_abort_callback cb, void * data) {
-    ggml_backend_xdna_context * ctx = ggml_backend_xdna_context_of(backend);
-    if (!ctx) {
-        XDNA_LOG_ERROR("ggml_backend_set_abort_callback of the XDNA backend called with another backend (%s): ignored",
-                       backend ? ggml_backend_name(backend) : "null");
-        return;
+    if (ggml_backend_xdna_context * ctx = ggml_backend_xdna_context_of(backend, "ggml_backend_set_abort_callback")) {
+        ctx->cpu->set_abort_callback(cb, data);
     }
-    ctx->cpu->set_abort_callback(cb, data);
 }
 
 //

@@ -32,20 +32,17 @@ void async_worker::begin(const multiply & m, row_range rows) {
     job      = &m;
     job_rows = rows;
     done     = false;
+    if (running) {
+        lock.unlock();   // the worker is ours and its thread waits for `pending`: the hook runs without the lock
+        try {
+            before_start(m, rows);
+        } catch (const std::exception &) {
+            // a preparation only: the worker's thread does the work itself
+        }
+        lock.lock();
+    }
     if (!running) {
         // no thread (it failed to start, or was stopped): report instead of hanging
-        result  = work_result::failed(work_failure::device_unavailable, "its worker thread is not running");
-        done    = true;
-        return;
-    }
-    lock.unlock();   // the worker is ours and its thread waits for `pending`: the hook runs without the lock
-    try {
-        before_start(m, rows);
-    } catch (const std::exception &) {
-        // a preparation only: the worker's thread does the work itself
-    }
-    lock.lock();
-    if (!running) {
         result  = work_result::failed(work_failure::device_unavailable, "its worker thread is not running");
         done    = true;
         return;

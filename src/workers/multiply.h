@@ -77,7 +77,7 @@ struct npu_cost_hint {
 struct npu_block {
     const npu_kernel * kernel  = nullptr;   // null: the NPU does not take part
     int64_t            k_blocks = 0;        // K / the kernel's K block, rounded up
-    int64_t            k_padded = 0;        // that many K blocks: the converted weights' row stride
+    int64_t            k_padded() const;    // that many K blocks: the converted weights' row stride
     npu_cost_hint      cost;
 };
 

@@ -245,18 +245,30 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
     ggml_free(ctx);
 }
 
+// A CPU worker (two threads) and an NPU worker on the emulator's kernel set, for the tests that drive both.
+struct workers_pair {
+    std::unique_ptr<xdna::cpu_worker> cpu;
+    std::unique_ptr<xdna::npu_worker> npu;
+    void make() {
+        setenv("XDNA_EMU_LOG", "0", 0);
+        ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
+        cpu = xdna::cpu_worker::create(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+        ASSERT_TRUE(cpu);
+        cpu->set_n_threads(2);
+        npu = xdna::npu_worker::create(xdna::get_config());
+        ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+    }
+};
+
 // The CPU worker's threads convert a dense multiply's activations into the NPU's buffer before the NPU starts
 // (GGML_XDNA_NPU_CPU_CONVERT): the NPU must then read the same bf16 values as when its own thread converts them, so
 // the results agree bit for bit; where K is not a whole number of the kernel's K blocks the worker converts them
 // itself (the offer is not taken).
 TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bit_for_bit) {
-    setenv("XDNA_EMU_LOG", "0", 0);
-    ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
-    std::unique_ptr<xdna::cpu_worker> cpu = xdna::cpu_worker::create(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
-    ASSERT_TRUE(cpu);
-    cpu->set_n_threads(2);
-    std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
-    ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+    workers_pair ws;
+    ASSERT_NO_FATAL_FAILURE(ws.make());
+    xdna::cpu_worker * cpu = ws.cpu.get();
+    xdna::npu_worker * npu = ws.npu.get();
     struct { int64_t k, rows, tokens; bool offer_taken; } cases[] = { { 2048, 512, 100, true }, { 1024, 256, 64, true },
                                                                       { 1504, 256, 40, false } };
     for (const auto & cs : cases) {
@@ -300,13 +312,10 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
 // other experts' rows of its range and the CPU its own range. Small integers, exact in bf16 and f16 and summed exactly
 // in f32: every output must equal the fp64 reference (a row of an expert nobody computed keeps its NaN sentinel).
 TEST(npu_moe_engine, the_cpu_computes_the_small_experts_beside_the_npu) {
-    setenv("XDNA_EMU_LOG", "0", 0);
-    ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
-    std::unique_ptr<xdna::cpu_worker> cpu = xdna::cpu_worker::create(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
-    ASSERT_TRUE(cpu);
-    cpu->set_n_threads(2);
-    std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
-    ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
+    workers_pair ws;
+    ASSERT_NO_FATAL_FAILURE(ws.make());
+    xdna::cpu_worker * cpu = ws.cpu.get();
+    xdna::npu_worker * npu = ws.npu.get();
     const int64_t k = 1024, rows = 512, experts = 6, used = 2, tokens = 48;
     ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
     ggml_context * ctx = ggml_init(p);
@@ -331,7 +340,7 @@ TEST(npu_moe_engine, the_cpu_computes_the_small_experts_beside_the_npu) {
     planner.assign_experts(m);
     ASSERT_TRUE(m.on_cpu(3) && m.on_cpu(4) && !m.on_cpu(0) && !m.on_cpu(1)) << "the routing must give the CPU experts";
     std::fill((float *) y->data, (float *) y->data + ggml_nelements(y), NAN);
-    xdna::compute_engine engine(planner, planner, 1, *cpu, { npu.get() });
+    xdna::compute_engine engine(planner, planner, 1, *cpu, { npu });
     xdna::next_graph();
     ASSERT_EQ(engine.compute(y), GGML_STATUS_SUCCESS);
     EXPECT_NE(engine.summary().find("npu: 256 rows"), std::string::npos) << engine.summary();

@@ -23,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from xdna_bench.chart import terminal  # noqa: E402  (the one place that asks gnuplot for its terminals)
+
 DEVICE_NAME = "NPU (device)"
 WORKER_EVENT = "npu rows"       # the NPU worker's share of a multiply, on its host lane
 DEVICE_EVENT = "npu run"
@@ -356,21 +359,6 @@ def chart_data(trace, window):
             [(n, colours[n]) for n in names], (ms(lo), ms(hi)))
 
 
-_terminal = None
-
-
-def terminal(gp):
-    """pngcairo when this gnuplot has it (antialiased), else the libgd png terminal."""
-    global _terminal
-    if _terminal is None:
-        _terminal = "png"
-        try:
-            out = subprocess.run([gp, "-e", "set terminal"], capture_output=True, text=True, timeout=30)
-            if "pngcairo" in out.stdout + out.stderr:
-                _terminal = "pngcairo"
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return _terminal
 
 
 def script_text(trace, window, data_file, png_file, title, term):
@@ -418,7 +406,7 @@ def draw(trace, window, png, title):
         data_file = os.path.join(tmp, "trace.dat")
         script = os.path.join(tmp, "trace.gp")
         with open(script, "w", encoding="utf-8") as f:
-            f.write(script_text(trace, window, data_file, png, title, terminal(gp)))
+            f.write(script_text(trace, window, data_file, png, title, terminal()))
         proc = subprocess.run([gp, script], cwd=tmp, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0 or not os.path.isfile(png) or os.path.getsize(png) == 0:
         err = (proc.stderr.strip().splitlines() or ["no output"])[-1]

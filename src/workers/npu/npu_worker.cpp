@@ -301,7 +301,6 @@ bool npu_worker::describe(multiply & m) const {
     }
     m.npu.kernel   = t.kernel;
     m.npu.k_blocks = t.k_blocks;
-    m.npu.k_padded = t.k_padded;
     m.npu.cost     = cost.hint(*t.kernel, token_blocks * t.k_blocks, activations);
     return true;
 }
@@ -450,7 +449,7 @@ void npu_worker::plan_jobs(call & c) const {
     const npu_kernel & kn = *m.npu.kernel;
     c.kn     = &kn;
     c.k      = node->src[0]->ne[0];
-    c.ld     = m.npu.k_padded;
+    c.ld     = m.npu.k_padded();
     c.tb     = kn.tokens;
     c.rb     = kn.rows;
     c.kb     = kn.k;
@@ -516,7 +515,7 @@ void npu_worker::before_start(const multiply & m, row_range rows) {
     if (k % kb != 0 || x->nb[0] != sizeof(float) || x->ne[2] * x->ne[3] != 1) return;
     const int64_t k_blocks = k / kb, a_blocks = (tokens + tb - 1) / tb * k_blocks;
     const size_t block_bytes = size_t(tb) * kb * sizeof(ggml_bf16_t), bytes = size_t(a_blocks) * block_bytes;
-    const arena_key key = input_key(x, tb, kb, m.npu.k_padded, a_blocks);
+    const arena_key key = input_key(x, tb, kb, m.npu.k_padded(), a_blocks);
     if (key == arena_holds && act_arena.size() >= bytes) return;   // held already (gate after up)
     if (bytes > arena_cap || !reserve_arena(kn, bytes)) return;
     arena_holds = arena_key();   // until the new contents are complete

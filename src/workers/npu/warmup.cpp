@@ -30,6 +30,7 @@ void npu_warmup::stop() {
         std::lock_guard<std::mutex> lock(mtx);
         if (stopping) return;
         stopping = true;
+        closed.store(true, std::memory_order_release);
     }
     cv.notify_all();
     if (thread.joinable()) thread.join();

@@ -7,6 +7,7 @@
 
 #include "ggml.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -28,6 +29,8 @@ class npu_warmup {
     void offer(const ggml_tensor * weight);
     // A prompt arrived: stop after the weight in hand.
     void stop();
+    // Whether stop() was called: offers are then refused, so a caller can skip working out what to offer.
+    bool stopped() const { return closed.load(std::memory_order_acquire); }
 
   private:
     void loop();
@@ -39,6 +42,7 @@ class npu_warmup {
     std::set<const void *>  seen;
     std::thread             thread;
     bool                    stopping = false, started = false;
+    std::atomic<bool>       closed{ false };   // stopping, readable without the lock
     size_t                  n_done = 0, bytes_done = 0;
     double                  t_start = 0.0;
 };
