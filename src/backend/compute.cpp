@@ -12,9 +12,9 @@
 namespace xdna {
 
 compute_engine::compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                               std::vector<worker *> others, bool cpu_convert)
+                               std::vector<worker *> others, bool cpu_convert, bool help)
     : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)),
-      cpu_convert(cpu_convert) {}
+      cpu_convert(cpu_convert), help(help) {}
 
 void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
     totals & t = sums[(int) kind];
@@ -114,6 +114,10 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
     if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size(), cpu_res);
 
+    // this thread is idle now: it takes a share of the device workers' host work until they are done
+    for (size_t i = 0; help && i < n_dev; ++i) {
+        if (!rows[i].empty()) ws[i]->help();
+    }
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         const work_result r = ws[i]->end();

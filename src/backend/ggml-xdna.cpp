@@ -191,7 +191,7 @@ static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t d
     auto * ctx   = new ggml_backend_xdna_context;
     ctx->cpu     = std::move(cpu);
     ctx->engine  = std::make_unique<compute_engine>(st.planner, st.decode_planner, st.cfg.min_batch, *ctx->cpu,
-                                                    st.device_workers, st.cfg.npu_cpu_convert);
+                                                    st.device_workers, st.cfg.npu_cpu_convert, st.cfg.npu_help);
     auto * backend    = new ggml_backend{};
     backend->guid     = ggml_backend_xdna_guid();
     backend->iface    = ggml_backend_xdna_i;

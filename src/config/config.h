@@ -48,6 +48,7 @@ struct config {
     bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker (GGML_XDNA_NPU=off)
     int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
     bool   npu_cpu_convert = true;   // GGML_XDNA_NPU_CPU_CONVERT: the CPU worker's threads convert the NPU's activations
+    bool   npu_help        = true;   // GGML_XDNA_NPU_HELP: the CPU worker's thread, its rows done, takes NPU results too
     int    npu_host_core  = -1;      // GGML_XDNA_NPU_HOST_CORE: leave the NPU's host thread a core (-1 auto, 0, 1)
 
     // GPU worker

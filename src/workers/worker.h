@@ -102,6 +102,11 @@ class worker {
     // Waits for the work started by begin().
     virtual work_result end() = 0;
 
+    // Lends the calling thread to the work started by begin(), from when the CPU worker's own rows are done until
+    // that work is over (then end() returns at once): a worker whose host thread limits its device takes a share of
+    // that host work. Returns at once where there is nothing to share (the default).
+    virtual void help() {}
+
     // Seconds its device has been busy with work so far in this process (the NPU's runs), < 0 when not known.
     virtual double device_busy_seconds() const { return -1.0; }
 };

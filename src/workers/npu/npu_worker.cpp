@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -74,12 +75,13 @@ struct npu_worker::call {
     size_t              a_elem = 2;
     std::vector<block>       blocks;      // every launch, in pipeline order
     // The arena's places for activation blocks (job, token block, K block): block ab lives at place ab % places;
-    // every block has its own when the arena holds them all, else the places are reused in turn (depth of them
-    // suffice: the runs in flight read at most that many consecutive blocks)
+    // every block has its own when the arena holds them all, else the places are reused in turn (as many runs in
+    // flight as places at most: the runs in flight read at most that many consecutive blocks)
     std::vector<npu_buffer>  a_views;
     std::vector<int64_t>     a_held;      // per place: the block converted and synced there (-1: none)
     std::vector<uint8_t>     a_unsynced;  // per place: converted by the CPU's threads, synced when first launched
     int64_t                  places = 0;
+    int64_t                  depth = 0;   // runs in flight: the worker's, at most as many as the reused places
     std::vector<const float *> src_rows;   // scratch: the rows one conversion reads
     bool                     check_finite = true;
     bool                     finite = true;
@@ -330,7 +332,7 @@ void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
 void npu_worker::reserve_slots(const npu_kernel & kn) {
     // Buffers sized for the design's largest block serve every block of it, so they are allocated once per design:
     // weights made resident later never leave the pipeline without pinned memory for its own buffers.
-    if (slots[0]->design == kn.design && slots[depth - 1]->design == kn.design) return;
+    if (depth >= min_depth && slots[0]->design == kn.design) return;
     const npu_design & d = rt->manifest().design_of(kn);
     size_t a = 0, b = 0, c = 0;
     for (int idx : d.kernels) {
@@ -339,16 +341,34 @@ void npu_worker::reserve_slots(const npu_kernel & kn) {
         b = std::max(b, k.b_bytes());
         c = std::max(c, k.c_bytes());
     }
+    depth = 0;
     for (auto & s : slots) {
-        if (s->design == kn.design) continue;
         s->design = -1;
         s->b = s->c = npu_buffer();   // released first: pinned memory is counted
-        s->b = rt->alloc(kn, npu_arg::b, b);
-        s->c = rt->alloc(kn, npu_arg::c, c);
-        s->design = kn.design;
     }
-    // a place per run in flight for the design's largest activation block: what the pipeline needs at least
-    if (!reserve_arena(kn, size_t(depth) * a)) throw npu_error(npu_errc::buffer, "no NPU buffer for the activations");
+    // each slot with an activation place for its run in flight: the first min_depth are needed, the others taken
+    // where the locked-memory limit allows them
+    for (int i = 0; i < max_depth; ++i) {
+        slot & s = *slots[i];
+        try {
+            s.b = rt->alloc(kn, npu_arg::b, b);
+            s.c = rt->alloc(kn, npu_arg::c, c);
+        } catch (const npu_error &) {
+            s.b = s.c = npu_buffer();
+            if (i < min_depth) throw;
+            break;
+        }
+        if (!reserve_arena(kn, size_t(i + 1) * a)) {
+            s.b = s.c = npu_buffer();
+            if (i < min_depth) throw npu_error(npu_errc::buffer, "no NPU buffer for the activations");
+            break;
+        }
+        s.design = kn.design;
+        depth = i + 1;
+    }
+    if (depth < max_depth) {
+        XDNA_LOG_DEBUG("NPU pipeline: %d runs in flight (the locked-memory limit leaves no room for %d)", depth, max_depth);
+    }
 }
 
 bool npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {
@@ -384,6 +404,10 @@ void npu_worker::note_failure(const std::string & why) {
 
 // The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught here, once, and become a reason.
 work_result npu_worker::run(const multiply & m, row_range rows) {
+    struct close_helper {
+        lent_thread & h;
+        ~close_helper() { h.close(); }
+    } closing{ helper };   // whatever way the call ends, the lent thread returns
     work_result r;
     try {
         r = compute(m, rows);
@@ -483,10 +507,12 @@ void npu_worker::place_activations(call & c) {
     // room for every block, up to `arena_cap` of pinned memory (a mixture of experts' call has hundreds of blocks):
     // past that, or where the locked-memory limit refuses more, the places are reused in turn
     const size_t want = std::max(size_t(depth) * block_bytes, std::min(size_t(a_blocks) * block_bytes, arena_cap));
-    if (!reserve_arena(*c.kn, want) && act_arena.size() < size_t(depth) * block_bytes) {
+    if (!reserve_arena(*c.kn, want) && act_arena.size() < size_t(min_depth) * block_bytes) {
         throw npu_error(npu_errc::buffer, "no NPU buffer for the activations (locked-memory limit?)");
     }
     c.places = std::min<int64_t>(a_blocks, int64_t(act_arena.size() / block_bytes));
+    // places reused in turn: a run in flight per place at most, so that none is overwritten while a run reads it
+    c.depth = c.places < a_blocks ? std::min<int64_t>(depth, c.places) : depth;
     if (w8 && act_scales.size() < size_t(a_blocks * c.tb)) act_scales.resize(size_t(a_blocks * c.tb));
     c.a_views.clear();
     for (int64_t p = 0; p < c.places; ++p) c.a_views.push_back(act_arena.view(size_t(p) * block_bytes, block_bytes));
@@ -508,6 +534,7 @@ void npu_worker::place_activations(call & c) {
 // a scale per token), a K that is a whole number of K blocks (no zero columns to add) and an arena that holds every
 // block; otherwise the run converts them itself, block by block.
 void npu_worker::before_start(const multiply & m, row_range rows) {
+    helper.open();   // the caller may lend its thread once its own rows are done (help())
     if (w8 || m.is_id() || !m.convert_bf16 || !m.npu.kernel || rows.empty() || switched_off) return;
     const npu_kernel & kn = *m.npu.kernel;
     const ggml_tensor * x = m.node->src[1];
@@ -596,46 +623,73 @@ static bool all_finite(const float * v, int64_t n) {
 }
 
 // Launch i's result, its real tokens and rows, into the result: written by the first K block, added by the others.
+// Split by tokens with the lent thread where there is one (help()): a 512x512 block is ~1 MiB to sync and copy, about
+// as long as the NPU takes for the next block at its peak rate, on one thread.
 void npu_worker::take_result(call & c, slot & s, int64_t i) {
     const block & bl = c.blocks[i];
+    const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
+    trace::scope ts("take result", t_end);
+    const int64_t half = t_end >= 64 ? t_end / 2 : t_end;
+    bool finite[2] = { true, true };
+    std::string err[2];   // a part's failure, thrown here once both are done (none may leave the slot in use)
+    const std::function<void(int)> part = [&](int p) {
+        try {
+            finite[p] = p == 0 ? take_tokens(c, s, i, 0, half) : take_tokens(c, s, i, half, t_end);
+        } catch (const std::exception & e) {
+            err[p] = e.what();
+        }
+    };
+    if (half == t_end || !helper.split(part)) {
+        finite[0] = take_tokens(c, s, i, 0, t_end);
+    }
+    for (const std::string & e : err) {
+        if (!e.empty()) throw npu_error(npu_errc::buffer, e);
+    }
+    c.finite = c.finite && finite[0] && finite[1];
+}
+
+// Tokens [t_begin, t_end) of launch i's result: synced from the device, checked, written or added into the result.
+// False: a value the run cannot have produced (NaN or Inf; for int8, beyond what int8 products can sum to).
+bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end) {
+    if (t_begin >= t_end) return true;
+    const block & bl = c.blocks[i];
     const job & j = c.jobs[bl.job];
-    const int64_t t_end = std::min(c.tb, j.n_tokens - bl.tbi * c.tb);
     const int64_t r_end = std::min(c.rb, c.rows.end - (c.rows.begin + bl.rbi * c.rb));
     const int64_t col = c.rows.begin + bl.rbi * c.rb;
-    trace::scope ts("take result", t_end);
-    s.c.sync_from_device(size_t(t_end) * c.rb * (w8 ? sizeof(int32_t) : sizeof(float)));
+    const size_t elem = w8 ? sizeof(int32_t) : sizeof(float);
+    s.c.sync_from_device(size_t(t_end - t_begin) * c.rb * elem, size_t(t_begin) * c.rb * elem);
     const bool first = bl.kbi == 0;
+    bool finite = true;
     if (w8) {
         const int32_t * ci = s.c.as<int32_t>();
-        if (c.check_finite) {
-            // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
-            const int64_t bound = int64_t(127) * 127 * c.kb;
-            for (int64_t q = 0; q < t_end * c.rb; ++q) c.finite = c.finite && std::llabs((long long) ci[q]) <= bound;
-        }
+        // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
+        const int64_t bound = int64_t(127) * 127 * c.kb;
         const float * ws = &j.weight->scales[size_t(j.w_base + bl.rbi * c.rb) * j.weight->groups + bl.kbi];
         const size_t ws_step = j.weight->groups;
         const float * as = &act_scales[size_t(bl.a_block * c.tb)];
-        for (int64_t t = 0; t < t_end; ++t) {
+        for (int64_t t = t_begin; t < t_end; ++t) {
             const int32_t * ct = ci + t * c.rb;
             float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
+            for (int64_t r = 0; c.check_finite && r < r_end; ++r) finite = finite && std::llabs((long long) ct[r]) <= bound;
             for (int64_t r = 0; r < r_end; ++r) {
                 const float v = (float) ct[r] * as[t] * ws[r * ws_step];
                 out[r] = first ? v : out[r] + v;
             }
         }
-        return;
+        return finite;
     }
     const float * cf = s.c.as<float>();
-    for (int64_t t = 0; t < t_end; ++t) {
+    for (int64_t t = t_begin; t < t_end; ++t) {
         const float * ct = cf + t * c.rb;
         float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
-        if (c.check_finite) c.finite = all_finite(ct, r_end) && c.finite;
+        if (c.check_finite) finite = all_finite(ct, r_end) && finite;
         if (first) {
             memcpy(out, ct, r_end * sizeof(float));
         } else {
             for (int64_t r = 0; r < r_end; ++r) out[r] += ct[r];
         }
     }
+    return finite;
 }
 
 // The pipeline: a run in flight per slot. While the NPU computes the next launches (queued behind each other, so it
@@ -649,19 +703,19 @@ void npu_worker::run_pipeline(call & c) {
         s.run = rt->launch(*c.kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
     };
     try {
-        for (int64_t i = 0; i < std::min<int64_t>(depth, n); ++i) {
+        for (int64_t i = 0; i < std::min<int64_t>(c.depth, n); ++i) {
             launch(*slots[i], i);
             if (i == 0) c.first_launched = now_seconds();
         }
         for (int64_t i = 0; i < n; ++i) {
-            slot & cur = *slots[i % depth];
+            slot & cur = *slots[i % c.depth];
             {
                 trace::scope ts("wait");
                 rt->wait(cur.run);   // leaves the run inactive, done or failed
             }
             if (i == n - 1) c.last_waited = now_seconds();
             take_result(c, cur, i);
-            if (i + depth < n) launch(cur, i + depth);
+            if (i + c.depth < n) launch(cur, i + c.depth);
         }
     } catch (...) {
         // never leave a run writing into buffers the next call reuses

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "workers/async_worker.h"
+#include "workers/lent_thread.h"
 #include "workers/npu/kernel_choice.h"
 #include "workers/npu/weight_cache.h"
 
@@ -40,6 +41,8 @@ class npu_worker final : public async_worker {
     int64_t row_align(const multiply & m) const override;
     bool describe(multiply & m) const override;   // the block it will run (m.npu) and its cost
     double device_busy_seconds() const override { return 1e-3 * rt->stats().busy_ms; }
+    // the caller's thread takes half of each block's result until the call is over
+    void help() override { helper.serve(); }
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
@@ -80,6 +83,7 @@ class npu_worker final : public async_worker {
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const block & bl);
     void take_result(call & c, slot & s, int64_t i);
+    bool take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end);
     void note_failure(const std::string & why);
     void place_weight(const ggml_tensor * w, npu::converted_weight & cw);   // the cache's placer: into an NPU buffer
     void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
@@ -89,12 +93,16 @@ class npu_worker final : public async_worker {
     npu::weight_cache            weights;
     npu::npu_cost_model          cost;
     bool                         w8;
-    // Runs in flight: one per slot. Two keep the NPU fed (one queued while the host takes the other's result) and
-    // keep the pipeline's pinned memory at 6 MiB with the activation arena's minimum, under the 8 MiB that many
-    // distributions allow by default (ulimit -l): three cost 3 MiB more for no gain the timeline could show.
-    static constexpr int         depth = 2;
+    // Runs in flight: one per slot. Two keep the NPU fed while the host takes one block's result in less time than
+    // the NPU computes the next; a third keeps it fed where the host takes longer than that (a 512x512 f32 block's
+    // result is ~1 MiB to sync and copy, ~160-190 us on one core, while the modelled NPU at 3,140 GFLOP/s computes a
+    // 512x512x1024 block in 171 us: with two, the NPU then idles and its next launch pays a fresh dispatch). The
+    // third costs 3 MiB of pinned memory more (9 MiB with the arena's minimum): it is taken only where the
+    // locked-memory limit allows it (many distributions allow 8 MiB by default: two slots, 6 MiB, fit).
+    static constexpr int         min_depth = 2, max_depth = 3;
+    int                          depth = 0;    // slots reserved (and runs in flight at most): min_depth..max_depth
     size_t                       arena_cap = size_t(16) << 20;   // pinned memory the arena grows to at most
-    std::unique_ptr<slot>        slots[depth];
+    std::unique_ptr<slot>        slots[max_depth];
     // Every activation block of a call, converted straight into one NPU buffer kept from call to call (each block
     // is a view of it): nothing is copied into the slots, and a block shared by several launches is synced once.
     npu_buffer                   act_arena;
@@ -112,6 +120,8 @@ class npu_worker final : public async_worker {
     static arena_key input_key(const ggml_tensor * x, int64_t tb, int64_t kb, int64_t ld, int64_t a_blocks);
     arena_key                    arena_holds;
     bool                         staged_unsynced = false;   // before_start converted the arena's contents, unsynced
+
+    lent_thread                  helper;   // the engine's thread, lent once the CPU's rows are done (help())
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
