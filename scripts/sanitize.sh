@@ -12,7 +12,7 @@ kinds=("$@")
 (( ${#kinds[@]} )) || kinds=(address thread)
 # the test programs of the threaded and memory-handling parts (llama.cpp's own programs are not instrumented; the
 # conversion kernels' 361 cases run under ASan+UBSan in their own suite: scripts/sanitize.sh address -- -L convert)
-select='config|claim_test|async_worker|planner_|cost_model|npu-rows|npu_resident|npu_shared|npu_activation_arena|npu_cpu_convert|npu_moe_engine|cpu_repack|NpuRuntime|NpuManifest|EmulatorXrt|EmuMatmul|gpu_worker|gpu_split|gpu_device'
+select='config|claim_test|async_worker|planner_|cost_model|npu-rows|npu_resident|npu_shared|npu_activation_arena|npu_cpu_convert|npu_moe_engine|npu_help|lent_thread|cpu_repack|NpuRuntime|NpuManifest|EmulatorXrt|EmuMatmul|gpu_worker|gpu_split|gpu_device'
 status=0
 for kind in "${kinds[@]}"; do
     case $kind in

@@ -85,6 +85,7 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
 }
 
 double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const {
+    if (r == n && st.npu_whole.known()) return st.npu_whole.slope();
     return r == 0 ? (double) n * p_alone : std::max(npu_time(st, r), (double) (n - r) * p);
 }
 
@@ -99,9 +100,10 @@ int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t 
         const int64_t r = rows_of(mid);
         if (npu_time(st, r) >= (double) (n - r) * p) hi = mid; else lo = mid + 1;
     }
-    // the crossing's two neighbours, and no NPU at all (the others then run alone)
+    // the crossing's two neighbours, every row (the NPU whole may be faster than its model of a part), and no NPU at
+    // all (the others then run alone)
     int64_t best = 0;
-    for (int64_t k : { lo - 1, lo }) {
+    for (int64_t k : { lo - 1, lo, n_cand }) {
         if (k >= 1 && k <= n_cand && makespan(st, n, rows_of(k), p, p_alone) < makespan(st, n, best, p, p_alone)) {
             best = rows_of(k);
         }
@@ -139,7 +141,7 @@ void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t be
 }
 
 int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                         bool has_cpu, plan_reason & why) {
+                                         bool has_cpu, double p, double p_alone, plan_reason & why) {
     const int64_t r = st.npu_cur;
     const cost_model & npu = st.model[NPU];
     if (npu.samples() < 2 && r < probe) {
@@ -169,6 +171,15 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     }
     st.npu_skipped = 0;
     st.reprobe_gap = opts.reprobe_every;
+    if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
+        npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone)) {
+        // the NPU close to taking every row: it is given all of them twice (the first may be slow), so that its time
+        // on the whole, which its model of a part cannot predict, is measured
+        st.whole_tries++;
+        n_explores++;
+        why = plan_reason::reprobe;
+        return n;
+    }
     if (npu.needs_spread() && !(st.hint.fixed_s > 0.0) && st.explored < cost_model::per_side &&
         (st.explored > 0 || ++st.explore_in >= opts.reprobe_every)) {
         // All the NPU's measurements so far are of about one size, which cannot tell its fixed cost from its cost
@@ -207,7 +218,7 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     why = plan_reason::auto_split;
     settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
     // the decision, unless something must be measured first
-    return measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, why);
+    return measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, p, p_alone, why);
 }
 
 int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
@@ -372,7 +383,10 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
         st.model[NPU].forget();
         st.npu_fixed.forget();
     }
-    if (k == NPU && fixed_s >= 0.0 && std::isfinite(seconds)) {
+    if (k == NPU && rows == key.rows && key.rows > 0) {
+        // every row on the NPU: learned apart (npu_whole), not as a part of the rows
+        st.npu_whole.add(1.0, seconds);
+    } else if (k == NPU && fixed_s >= 0.0 && std::isfinite(seconds)) {
         if (!st.npu_split) {
             // from now on the fixed part is measured, not guessed: the launches' model starts again without one
             st.npu_split = true;

@@ -45,6 +45,8 @@ struct planner_options {
     int64_t npu_step       = 256;     // the NPU gets whole steps of this many rows
     int     reprobe_every  = 16;      // a shape the NPU dropped out of gets one block again after this many multiplies,
     int     reprobe_max_every = 128;  // then after twice as many each time it stays out, up to this many
+    double  whole_try      = 1.3;     // the NPU is tried on every row when its model predicts at most this many
+                                      // times the best split's time for them (its whole is faster, see npu_whole)
     double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
     double  max_margin     = 0.12;    // the most that repeated changes raise that margin to
     int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
@@ -99,6 +101,12 @@ class split_planner {
         // Both are used only once they differ by more than `cpu_interference` (real interference is 1.5x and more);
         // otherwise every CPU measurement together, so that noise in the few alone measurements decides nothing.
         cost_model    cpu_alone, cpu_all;
+        // The NPU computing every row, apart: the CPU's threads, with no rows of their own, then do its host work
+        // (convert its activations, take half of its results), so it is faster than its model of a part of the rows
+        // says (measured, -t 8, emulated NPU at 3,140 GFLOP/s: share 1 at 1,122 prompt tokens/s against auto at
+        // 1,004 with the NPU at 82% of the rows). Learned with x = 1: its slope is the time of all rows.
+        cost_model    npu_whole;
+        int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
         int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a report teaches
         npu_cost_hint hint;                 // the NPU's, as last given
         int64_t       calls       = 0;
@@ -127,7 +135,7 @@ class split_planner {
     int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const;
     void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                              plan_reason & why);
+                              double p, double p_alone, plan_reason & why);
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)

@@ -22,6 +22,8 @@ class lent_thread {
     // The worker's thread: runs part(1) on the lent thread and part(0) here, and returns once both are done. Without
     // a lent thread, false: nothing was run.
     bool split(const std::function<void(int)> & part);
+    // Parts the lent threads have done so far (for tests and the timeline's figures).
+    uint64_t parts_served() const { return taken.load(std::memory_order_acquire); }
 
   private:
     std::atomic<bool>     present{ false };   // a thread is in serve()

@@ -30,6 +30,7 @@ struct sim_worker {
     bool    units_hint = false;  // the NPU tells the planner its blocks only, no times
     double  next_to_npu = 1.0;   // time multiplier while the NPU takes rows too (its host thread takes CPU time)
     bool    reports_fixed = false;   // the worker measures its fixed part apart (work_result::fixed_seconds)
+    double  whole = 1.0;         // NPU: time multiplier when it takes every row (the CPU's threads then help it)
 
     double time(int64_t rows, bool npu_along = false) const {
         if (rows <= 0) return 0.0;
@@ -102,7 +103,7 @@ class simulation {
         const bool npu_along = npu_rows_in(r.ranges) > 0;
         for (size_t i = 0; i < workers.size(); ++i) {
             const int64_t rows = r.ranges[i].size();
-            const double  t    = workers[i].time(rows, npu_along);
+            const double  t    = time_of(i, rows, npu_along);
             r.makespan = std::max(r.makespan, t);
             if (workers[i].kind == worker_kind::npu) {
                 r.npu_rows = rows;
@@ -121,8 +122,14 @@ class simulation {
     double makespan(const std::vector<row_range> & ranges) const {
         double m = 0.0;
         const bool npu_along = npu_rows_in(ranges) > 0;
-        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, workers[i].time(ranges[i].size(), npu_along));
+        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, time_of(i, ranges[i].size(), npu_along));
         return m;
+    }
+
+    // worker i's noise-free time for `rows` (an NPU given every row: times its `whole`)
+    double time_of(size_t i, int64_t rows, bool npu_along) const {
+        const sim_worker & w = workers[i];
+        return w.time(rows, npu_along) * (w.kind == worker_kind::npu && rows == n ? w.whole : 1.0);
     }
 
     int64_t npu_rows_in(const std::vector<row_range> & ranges) const {
@@ -140,7 +147,10 @@ class simulation {
         int64_t a_rest = 1;
         for (const sim_worker & s : workers) { step = std::lcm(step, s.align); if (s.kind != worker_kind::npu) a_rest = std::lcm(a_rest, s.align); }
         int64_t npu_r = 0;   // the NPU's rows of the split being timed: the others are slower next to it
-        auto t = [&npu_r](const sim_worker * s, int64_t r) { return s ? s->time(r, npu_r > 0) : (r > 0 ? 1e30 : 0.0); };
+        auto t = [&](const sim_worker * s, int64_t r) {
+            if (!s) return r > 0 ? 1e30 : 0.0;
+            return s->time(r, npu_r > 0) * (s->kind == worker_kind::npu && r == n ? s->whole : 1.0);
+        };
         double best = std::numeric_limits<double>::max();
         std::vector<int64_t> cands;
         for (int64_t r = 0; r < n; r += step) cands.push_back(r);

@@ -366,3 +366,23 @@ TEST(planner_sim, an_npu_that_measures_its_fixed_part_is_learned_from_one_size) 
         }
     }
 }
+
+// An NPU that is faster on every row than its model of a part says (the CPU's threads, with no rows, do its host
+// work): where the model puts it close to taking everything, auto tries every row, learns that time apart, and
+// settles there; where the model puts it far from it, auto does not try, and a whole that is no faster changes
+// nothing. The optimum is brute force over every split, the whole's time included.
+TEST(planner_sim, an_npu_faster_on_every_row_is_given_every_row) {
+    struct { const char * name; double speed, whole; bool all; } cases[] = {
+        { "npu 3x, 25% faster whole", 3.0, 0.75, true },
+        { "npu 3x, whole no faster", 3.0, 1.0, false },
+        { "npu 1x, 25% faster whole", 1.0, 0.75, false },
+    };
+    for (const auto & c : cases) {
+        sim_worker npu = sim_npu(c.speed, true, true);
+        npu.reports_fixed = true;
+        npu.whole = c.whole;
+        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
+        expect_converges(sim, c.name, 40);
+        EXPECT_EQ(sim.planner.npu_rows_of(sim.key) == 3072, c.all) << c.name;
+    }
+}

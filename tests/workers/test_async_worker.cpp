@@ -1,6 +1,7 @@
 // The persistent-thread worker base: work runs on another thread, results come back to the right caller, callers
 // sharing one worker are serialised, and a failure (even an exception) becomes a failed result, never a crash.
 #include "workers/async_worker.h"
+#include "workers/lent_thread.h"
 
 #include <gtest/gtest.h>
 
@@ -89,4 +90,33 @@ TEST(async_worker, callers_sharing_it_are_serialised) {
     EXPECT_EQ(failures, 0);
     EXPECT_EQ(w.max_concurrent, 1);
     for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(out[i], i);
+}
+
+// A lent thread: without one, split() runs nothing and says so (the worker's thread never waits for a thread that is
+// not there); with one in serve(), each split runs part 1 on it and part 0 on the caller, both done when split()
+// returns; after close() the lent thread returns. 1,000 splits, each part writing its own half of a row.
+TEST(lent_thread, splits_run_one_part_on_each_thread_and_none_without_one) {
+    lent_thread lt;
+    bool ran = false;
+    EXPECT_FALSE(lt.split([&](int) { ran = true; }));
+    EXPECT_FALSE(ran);
+
+    lt.open();
+    std::thread::id part1_on;
+    std::thread lender([&] { lt.serve(); });
+    const std::function<void(int)> probe = [&](int p) { if (p == 1) part1_on = std::this_thread::get_id(); };
+    while (!lt.split(probe)) std::this_thread::yield();   // until the lent thread is in serve()
+    EXPECT_EQ(part1_on, lender.get_id());
+    std::vector<int> row(64);
+    for (int i = 0; i < 1000; ++i) {
+        const std::function<void(int)> part = [&](int p) {
+            for (int j = p * 32; j < (p + 1) * 32; ++j) row[j] = i;
+        };
+        ASSERT_TRUE(lt.split(part));
+        for (int j = 0; j < 64; ++j) ASSERT_EQ(row[j], i) << "split " << i << ", value " << j;
+    }
+    EXPECT_EQ(lt.parts_served(), 1001u);
+    lt.close();
+    lender.join();
+    EXPECT_FALSE(lt.split(probe));
 }

@@ -361,3 +361,54 @@ TEST(npu_moe_engine, the_cpu_computes_the_small_experts_beside_the_npu) {
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
 }
+
+// The caller's thread lent to the NPU worker (help(), GGML_XDNA_NPU_HELP) takes half of each block's result: the
+// results must be the same bytes as the worker's thread alone gives, and exact against fp64 (small integers, exact in
+// bf16 and summed exactly in f32), with partial sums over two K blocks and a token count that splits unevenly. The
+// lent thread must have taken parts (a test of help that did nothing would pass the comparison): it is lent right
+// after begin(), long before the first result (the first dispatch alone is 150 us), and the run is repeated if the
+// test's thread was not scheduled in time.
+TEST(npu_help, a_lent_thread_takes_half_of_each_result_bit_for_bit) {
+    workers_pair ws;
+    ASSERT_NO_FATAL_FAILURE(ws.make());
+    xdna::npu_worker * npu = ws.npu.get();
+    const int64_t k = 2048, rows = 1024, tokens = 301;
+    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows);
+    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
+    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+    for (int64_t i = 0; i < k * rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(float((i * 13) % 9 - 4));
+    for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + 3) % 9 - 4);
+    std::vector<float> got[2];
+    for (int helped = 0; helped < 2; ++helped) {
+        for (int attempt = 0; attempt < 5; ++attempt) {
+            xdna::next_graph();
+            xdna::multiply m = xdna::describe_multiply(y);
+            ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
+            std::fill((float *) y->data, (float *) y->data + rows * tokens, NAN);
+            npu->begin(m, { 0, rows });
+            const uint64_t served = ws.npu->lent_parts();
+            if (helped) npu->help();
+            const xdna::work_result r = npu->end();
+            ASSERT_TRUE(r.ok()) << r.why();
+            if (!helped) EXPECT_EQ(ws.npu->lent_parts(), served) << "parts taken by a thread nobody lent";
+            if (!helped || ws.npu->lent_parts() > served) break;
+            ASSERT_LT(attempt, 4) << "the lent thread never took a part in five runs";
+        }
+        got[helped].assign((const float *) y->data, (const float *) y->data + rows * tokens);
+    }
+    for (int64_t t = 0; t < tokens; t += 7) {
+        for (int64_t r = 0; r < rows; r += 5) {
+            double ref = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w->data)[r * k + i])) * ((const float *) x->data)[t * k + i];
+            }
+            ASSERT_EQ(got[1][t * rows + r], ref) << "token " << t << ", row " << r;
+        }
+    }
+    EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}

@@ -43,6 +43,7 @@ class npu_worker final : public async_worker {
     double device_busy_seconds() const override { return 1e-3 * rt->stats().busy_ms; }
     // the caller's thread takes half of each block's result until the call is over
     void help() override { helper.serve(); }
+    uint64_t lent_parts() const { return helper.parts_served(); }   // result parts lent threads have taken
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
