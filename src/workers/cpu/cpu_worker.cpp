@@ -24,6 +24,7 @@ struct cpu_worker::impl {
     int                           n_threads   = 0;
     int                           n_active    = 0;     // threads the backend computes with now
     int                           n_cores     = 0;     // cores this process may run on
+    int                           last_team   = 0;     // threads its last graph ran with
 
     // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
     // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
@@ -32,6 +33,8 @@ struct cpu_worker::impl {
     decltype(&ggml_threadpool_new)  pool_new  = nullptr;
     decltype(&ggml_threadpool_free) pool_free = nullptr;
     decltype(&ggml_backend_cpu_set_threadpool) set_pool = nullptr;
+
+    void count_cores();
 };
 
 cpu_worker::cpu_worker() : p(new impl) {}
@@ -100,14 +103,22 @@ void cpu_worker::set_n_threads(int n_threads) {
     }
 }
 
+void cpu_worker::impl::count_cores() {
+    if (n_cores > 0) return;
+    cpu_set_t set;
+    n_cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : (int) std::thread::hardware_concurrency();
+    if (n_cores <= 0) n_cores = 1;
+}
+
+bool cpu_worker::core_to_spare() {
+    p->count_cores();
+    return p->last_team > 0 && p->last_team < p->n_cores;
+}
+
 void cpu_worker::leave_a_core(bool yes) {
     const int policy = get_config().npu_host_core;
     if (!p->openmp || !p->set_threads || policy == 0) return;
-    if (p->n_cores == 0) {
-        cpu_set_t set;
-        p->n_cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : (int) std::thread::hardware_concurrency();
-        if (p->n_cores <= 0) p->n_cores = 1;
-    }
+    p->count_cores();
     // auto: from 4 cores; with 2, one core given up costs the CPU half its speed, more than the stalls (measured)
     const bool worth_it = policy > 0 || p->n_cores >= 4;
     const int want = yes && worth_it && p->n_threads >= p->n_cores && p->n_threads > 1 ? p->n_threads - 1 : p->n_threads;
@@ -163,6 +174,7 @@ work_result cpu_worker::compute(const multiply & m, row_range rows) {
 
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
     ggml_graph_add_node(g, dv);
+    p->last_team = p->n_active;
     const ggml_status st = ggml_backend_graph_compute(p->backend, g);
     if (st != GGML_STATUS_SUCCESS) {
         res = work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
@@ -203,7 +215,8 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
         yv->flags |= GGML_TENSOR_FLAG_COMPUTE;
         ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
         ggml_graph_add_node(g, yv);
-        const ggml_status st = ggml_backend_graph_compute(p->backend, g);
+        p->last_team = p->n_active;
+    const ggml_status st = ggml_backend_graph_compute(p->backend, g);
         if (st != GGML_STATUS_SUCCESS) {
             return work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
         }
@@ -232,6 +245,7 @@ bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_bloc
         cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
         ggml_graph_add_node(g, cpy);
     }
+    p->last_team = p->n_active;
     return ggml_backend_graph_compute(p->backend, g) == GGML_STATUS_SUCCESS;
 }
 

@@ -44,6 +44,9 @@ class cpu_worker final : public worker {
     // waits for a core at a barrier while the NPU's thread runs. Only with OpenMP, where a team's size is free to
     // change from one call to the next.
     void leave_a_core(bool yes);
+    // Whether its last graph left a core free: its threads, spinning a while after a graph in the OpenMP runtime,
+    // then leave the calling thread a core of its own to spin on (worker::help) beside the NPU worker's thread.
+    bool core_to_spare();
     void set_abort_callback(ggml_abort_callback cb, void * data);
 
   private:
