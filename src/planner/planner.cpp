@@ -44,6 +44,49 @@ void split_planner::assign_experts(multiply & m) const {
     }
 }
 
+namespace {
+// the median of v (the lower one of an even count); 0 for none
+double median_of(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + (v.size() - 1) / 2, v.end());
+    return v[(v.size() - 1) / 2];
+}
+}  // namespace
+
+void split_planner::seed_from_others(const shape_key & key, shape_state & st) const {
+    const double flop_row = key.rows > 0 ? key.flops() / (double) key.rows : 0.0;
+    if (!(flop_row > 0.0)) return;
+    std::vector<double> along, alone, launch, fixed, whole;
+    for (const auto & [k, o] : shapes) {
+        if (&o == &st || k.rows <= 0) continue;
+        const double o_flop_row = k.flops() / (double) k.rows;
+        if (k.type == key.type && o.model[CPU].samples() >= 1) along.push_back(o.model[CPU].slope() / o_flop_row);
+        if (k.type == key.type && o.cpu_alone.samples() >= 2) alone.push_back(o.cpu_alone.slope() / o_flop_row);
+        if (o.npu_split && o.model[NPU].samples() >= 1 && o.hint.launch_s > 0.0 && o.hint.fixed_s > 0.0) {
+            launch.push_back(o.model[NPU].slope() / o.hint.launch_s);
+            fixed.push_back(o.npu_fixed.slope() / o.hint.fixed_s);
+        }
+        const double o_model = npu_time(o, k.rows);
+        if (o.npu_whole.samples() >= 2 && o_model > 0.0) whole.push_back(o.npu_whole.slope() / o_model);
+    }
+    if (!along.empty()) st.model[CPU].set_prior(0.0, median_of(along) * flop_row, false);
+    if (!alone.empty()) {
+        st.cpu_alone.set_prior(0.0, median_of(alone) * flop_row, false);
+        st.seeded_alone = !along.empty();
+    }
+    if (!along.empty()) st.cpu_all.set_prior(0.0, median_of(along) * flop_row, false);
+    if (!launch.empty() && st.hint.launch_s > 0.0 && st.hint.fixed_s > 0.0) {
+        st.npu_split = true;
+        st.model[NPU] = cost_model();
+        st.model[NPU].set_prior(0.0, median_of(launch) * st.hint.launch_s, false);
+        st.npu_fixed.set_prior(0.0, median_of(fixed) * st.hint.fixed_s, false);
+        if (!whole.empty()) {
+            st.npu_whole.set_prior(0.0, median_of(whole) * npu_time(st, key.rows), false);
+            st.seeded_whole = true;
+        }
+    }
+}
+
 double split_planner::npu_work(const shape_state & st, int64_t rows) const {
     if (rows <= 0) return 0.0;
     if (!st.hint.blocks()) return (double) rows;
@@ -149,7 +192,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         why = plan_reason::probe;
         return probe;
     }
-    if (has_cpu && !has_gpu && r > 0 && st.cpu_alone.samples() < 3) {
+    if (has_cpu && !has_gpu && r > 0 && st.cpu_alone.samples() < 3 && !st.seeded_alone) {
         // the CPU has only been measured next to the NPU, which slows it: before a share is trusted to beat the CPU
         // alone, the CPU alone is measured (three times, so that one odd call cannot decide)
         n_alone++;
@@ -171,7 +214,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     }
     st.npu_skipped = 0;
     st.reprobe_gap = opts.reprobe_every;
-    if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
+    if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 && !st.seeded_whole &&
         npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone)) {
         // the NPU close to taking every row: it is given all of them twice (the first may be slow), so that its time
         // on the whole, which its model of a part cannot predict, is measured
@@ -316,6 +359,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                 if (st.npu_split) st.model[NPU].set_prior(0.0, h.launch_s, false);
                 else st.model[NPU].set_prior(h.fixed_s, h.launch_s, true);
             }
+            if (st.calls == 1 && opts.npu_share < 0.0) seed_from_others(key, st);
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {
                 rows[NPU] = n_rows;

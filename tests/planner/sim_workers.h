@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -86,8 +87,15 @@ struct sim_result {
 class simulation {
   public:
     simulation(planner_options o, std::vector<sim_worker> ws, int64_t n_rows, double noise = 0.0, uint64_t seed = 1)
-        : planner(std::move(o)), workers(std::move(ws)), n(n_rows), noise(noise), rng(seed) {
+        : own(new split_planner(std::move(o))), planner(*own), workers(std::move(ws)), n(n_rows), noise(noise), rng(seed) {
         key.op = GGML_OP_MUL_MAT; key.type = GGML_TYPE_Q4_0; key.k = 1024; key.rows = n; key.tokens = 512;
+        for (const sim_worker & w : workers) view.push_back(w.plan_view());
+    }
+    // another shape on a planner shared with other simulations (`k` inputs, `n_rows` rows; the workers as given)
+    simulation(split_planner & shared, std::vector<sim_worker> ws, int64_t k, int64_t n_rows, double noise = 0.0,
+               uint64_t seed = 1)
+        : planner(shared), workers(std::move(ws)), n(n_rows), noise(noise), rng(seed) {
+        key.op = GGML_OP_MUL_MAT; key.type = GGML_TYPE_Q4_0; key.k = k; key.rows = n; key.tokens = 512;
         for (const sim_worker & w : workers) view.push_back(w.plan_view());
     }
 
@@ -167,7 +175,8 @@ class simulation {
         return best;
     }
 
-    split_planner planner;
+    std::unique_ptr<split_planner> own;
+    split_planner & planner;
     std::vector<sim_worker> workers;
     std::vector<plan_worker> view;
     shape_key key;

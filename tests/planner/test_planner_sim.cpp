@@ -386,3 +386,35 @@ TEST(planner_sim, an_npu_faster_on_every_row_is_given_every_row) {
         EXPECT_EQ(sim.planner.npu_rows_of(sim.key) == 3072, c.all) << c.name;
     }
 }
+
+// What one shape learned of the machine seeds the next: a second shape (twice the inputs and rows, so twice the CPU's
+// time per row and twice the NPU's launches) starts from the first one's rates, scaled to its size, and is at its
+// optimum from its first or second multiply, without measuring the CPU alone or the NPU on every row again. The NPU
+// 3x the CPU and 25% faster whole, the CPU 1.2x slower next to it: the first shape must measure all of that.
+TEST(planner_sim, a_new_shape_starts_from_what_the_others_learned) {
+    sim_worker npu = sim_npu(3.0, true, true);
+    npu.reports_fixed = true;
+    npu.whole = 0.75;
+    sim_worker cpu = sim_cpu();
+    cpu.next_to_npu = 1.2;
+    split_planner shared(auto_opts());
+    simulation first(shared, { npu, cpu }, 1024, 3072, 0.05);
+    for (int i = 0; i < 40; ++i) first.step();
+    ASSERT_EQ(shared.npu_rows_of(first.key), 3072) << "the first shape must have settled on the NPU whole";
+
+    sim_worker npu2 = npu, cpu2 = cpu;
+    npu2.launches_per_block = 2;   // K = 2048: two K blocks per block of rows
+    npu2.launch_s = npu.launch_s;
+    cpu2.row_s = 2.0 * cpu.row_s;
+    simulation second(shared, { npu2, cpu2 }, 2048, 6144, 0.05, 2);
+    const double opt = second.optimum();
+    double worst = 0.0;
+    for (int i = 0; i < 20; ++i) {
+        const sim_result r = second.step();
+        if (i >= 1) worst = std::max(worst, r.makespan / opt);
+    }
+    printf("[figures] second shape: worst %.3f x optimum from its second multiply, NPU %lld of 6144 rows\n", worst,
+           (long long) shared.npu_rows_of(second.key));
+    EXPECT_LT(worst, 1.03) << "a seeded shape must not probe the CPU alone or the NPU whole again";
+    EXPECT_EQ(shared.npu_rows_of(second.key), 6144);
+}
