@@ -138,7 +138,11 @@ done
 echo
 echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes, emulated NPU in null mode"
 cat "$table"
-echo "(auto NPU: the share of the rows auto gave the NPU in the last pass${SPEEDS:+)}${SPEEDS:-; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)}"
+if [[ -n "${SPEEDS:-}" ]]; then
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
+else
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
+fi
 planner_lines=$(cat "$work"/*-auto-*.report 2>/dev/null | grep -h 'planner' | tail -2 || true)
 [[ -z "$planner_lines" ]] || { echo "planner summary of the last auto runs:"; echo "$planner_lines" | sed 's/^/  /'; }
 [[ $status == 0 ]] && echo "PASS: auto >= $min_ratio x the best fixed share at every NPU speed"
