@@ -80,10 +80,9 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
         st.model[NPU] = cost_model();
         st.model[NPU].set_prior(0.0, median_of(launch) * st.hint.launch_s, false);
         st.npu_fixed.set_prior(0.0, median_of(fixed) * st.hint.fixed_s, false);
-        if (!whole.empty()) {
-            st.npu_whole.set_prior(0.0, median_of(whole) * npu_time(st, key.rows), false);
-            st.seeded_whole = true;
-        }
+        // a start only: where it does not make the whole the best split but puts it close, the whole is still tried
+        // (a prior the shape never measures would keep a pessimistic guess for good)
+        if (!whole.empty()) st.npu_whole.set_prior(0.0, median_of(whole) * npu_time(st, key.rows), false);
     }
 }
 
@@ -214,7 +213,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     }
     st.npu_skipped = 0;
     st.reprobe_gap = opts.reprobe_every;
-    if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 && !st.seeded_whole &&
+    if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
         npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone)) {
         // the NPU close to taking every row: it is given all of them twice (the first may be slow), so that its time
         // on the whole, which its model of a part cannot predict, is measured

@@ -107,9 +107,9 @@ class split_planner {
         // 1,004 with the NPU at 82% of the rows). Learned with x = 1: its slope is the time of all rows.
         cost_model    npu_whole;
         int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
-        // Seeded from the shapes learned before it (seed_from_others): what needs measuring once per machine (the
-        // CPU alone against the CPU next to the NPU, the NPU on every row) is not measured again for this shape.
-        bool          seeded_alone = false, seeded_whole = false;
+        // Seeded from the shapes learned before it (seed_from_others): the CPU alone, measured once per machine, is
+        // not measured again for this shape.
+        bool          seeded_alone = false;
         int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a report teaches
         npu_cost_hint hint;                 // the NPU's, as last given
         int64_t       calls       = 0;

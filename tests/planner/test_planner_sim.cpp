@@ -389,8 +389,9 @@ TEST(planner_sim, an_npu_faster_on_every_row_is_given_every_row) {
 
 // What one shape learned of the machine seeds the next: a second shape (twice the inputs and rows, so twice the CPU's
 // time per row and twice the NPU's launches) starts from the first one's rates, scaled to its size, and is at its
-// optimum from its first or second multiply, without measuring the CPU alone or the NPU on every row again. The NPU
-// 3x the CPU and 25% faster whole, the CPU 1.2x slower next to it: the first shape must measure all of that.
+// optimum from its first or second multiply: it does not measure the CPU alone again, and the NPU whole, which the
+// seed already makes the best split, is chosen at once. The NPU 3x the CPU and 25% faster whole, the CPU 1.2x slower
+// next to it: the first shape must measure all of that.
 TEST(planner_sim, a_new_shape_starts_from_what_the_others_learned) {
     sim_worker npu = sim_npu(3.0, true, true);
     npu.reports_fixed = true;
