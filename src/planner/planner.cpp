@@ -69,21 +69,26 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
         const double o_model = npu_time(o, k.rows);
         if (o.npu_whole.samples() >= 2 && o_model > 0.0) whole.push_back(o.npu_whole.slope() / o_model);
     }
-    if (!along.empty()) st.model[CPU].set_prior(0.0, median_of(along) * flop_row, false);
-    if (!alone.empty()) {
-        st.cpu_alone.set_prior(0.0, median_of(alone) * flop_row, false);
-        st.seeded_alone = !along.empty();
-    }
-    if (!along.empty()) st.cpu_all.set_prior(0.0, median_of(along) * flop_row, false);
-    if (!launch.empty() && st.hint.launch_s > 0.0 && st.hint.fixed_s > 0.0) {
+    // only what the shape has not measured itself: its own first measurement replaces a seed
+    if (!along.empty() && st.model[CPU].samples() == 0) st.model[CPU].set_prior(0.0, median_of(along) * flop_row, false);
+    if (!along.empty() && st.cpu_all.samples() == 0) st.cpu_all.set_prior(0.0, median_of(along) * flop_row, false);
+    if (!alone.empty() && st.cpu_alone.samples() == 0) st.cpu_alone.set_prior(0.0, median_of(alone) * flop_row, false);
+    st.seeded_alone = !alone.empty() && (!along.empty() || st.model[CPU].samples() > 0);
+    const bool hinted = st.hint.launch_s > 0.0 && st.hint.fixed_s > 0.0;
+    if (!launch.empty() && hinted && st.model[NPU].samples() == 0) {
         st.npu_split = true;
         st.model[NPU] = cost_model();
         st.model[NPU].set_prior(0.0, median_of(launch) * st.hint.launch_s, false);
         st.npu_fixed.set_prior(0.0, median_of(fixed) * st.hint.fixed_s, false);
-        // a start only: where it does not make the whole the best split but puts it close, the whole is still tried
-        // (a prior the shape never measures would keep a pessimistic guess for good)
-        if (!whole.empty()) st.npu_whole.set_prior(0.0, median_of(whole) * npu_time(st, key.rows), false);
     }
+    // a start only: where it does not make the whole the best split but puts it close, the whole is still tried
+    // (a prior the shape never measures would keep a pessimistic guess for good)
+    if (!whole.empty() && st.npu_whole.samples() == 0 && st.model[NPU].known()) {
+        st.npu_whole.set_prior(0.0, median_of(whole) * npu_time(st, key.rows), false);
+    }
+    // seeded for good once the shape has measured the NPU and the CPU itself, and the CPU alone (or has it seeded)
+    st.seed_done = st.model[NPU].samples() > 0 && st.model[CPU].samples() > 0 &&
+                   (st.cpu_alone.samples() >= 3 || st.seeded_alone);
 }
 
 double split_planner::npu_work(const shape_state & st, int64_t rows) const {
@@ -358,7 +363,9 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                 if (st.npu_split) st.model[NPU].set_prior(0.0, h.launch_s, false);
                 else st.model[NPU].set_prior(h.fixed_s, h.launch_s, true);
             }
-            if (st.calls == 1 && opts.npu_share < 0.0) seed_from_others(key, st);
+            // while the shape is young, from what the others have learned by now (the first layer's shapes are all
+            // new before any of them has measured much)
+            if (!st.seed_done && opts.npu_share < 0.0) seed_from_others(key, st);
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {
                 rows[NPU] = n_rows;

@@ -107,9 +107,9 @@ class split_planner {
         // 1,004 with the NPU at 82% of the rows). Learned with x = 1: its slope is the time of all rows.
         cost_model    npu_whole;
         int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
-        // Seeded from the shapes learned before it (seed_from_others): the CPU alone, measured once per machine, is
-        // not measured again for this shape.
-        bool          seeded_alone = false;
+        // Seeded from the other shapes (seed_from_others) while it is young: the CPU alone, measured once per
+        // process, is not measured again for this shape (seeded_alone); seed_done once it has its own measurements.
+        bool          seeded_alone = false, seed_done = false;
         int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a report teaches
         npu_cost_hint hint;                 // the NPU's, as last given
         int64_t       calls       = 0;
@@ -143,7 +143,7 @@ class split_planner {
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
     const cost_model & cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const;
-    // A new shape starts from what the shapes before it learned of the machine, scaled to its size: the CPU's time
+    // A young shape starts from what the other shapes learned of the machine, scaled to its size: the CPU's time
     // per FLOP (alone and next to the NPU, of the same weight type), the NPU's time per launch and fixed part against
     // its worker's hint, and the NPU whole against its model (medians over the shapes that measured them).
     void    seed_from_others(const shape_key & key, shape_state & st) const;
