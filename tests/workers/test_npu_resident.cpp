@@ -206,6 +206,22 @@ TEST(npu_shared_input, the_next_multiply_reads_the_converted_input_and_a_new_gra
     ggml_free(ctx);
 }
 
+// Every t_step-th token and r_step-th row of the result `got` of w (f16, rows x K) times x (f32, tokens x K) against
+// fp64: the inputs are small integers, so the products and their sums are exact in f32 and must match exactly.
+static void expect_exact(const ggml_tensor * w, const ggml_tensor * x, const std::vector<float> & got, int64_t t_step,
+                         int64_t r_step) {
+    const int64_t k = w->ne[0], rows = w->ne[1], tokens = x->ne[1];
+    for (int64_t t = 0; t < tokens; t += t_step) {
+        for (int64_t r = 0; r < rows; r += r_step) {
+            double ref = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w->data)[r * k + i])) * ((const float *) x->data)[t * k + i];
+            }
+            ASSERT_EQ(got[t * rows + r], ref) << "token " << t << ", row " << r;
+        }
+    }
+}
+
 // A call with more activation blocks than the arena may hold (a mixture of experts' hundreds, or under a tight
 // locked-memory limit) reuses the arena's places in turn: three K blocks of 512 tokens through two places give the
 // product of the rounded inputs, as the arena with a place for each does.
@@ -231,15 +247,7 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
         ASSERT_TRUE(r.ok()) << r.why();
         got[limited].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
-    for (int64_t t = 0; t < tokens; t += 37) {
-        for (int64_t r = 0; r < rows; r += 11) {
-            double ref = 0;
-            for (int64_t i = 0; i < k; ++i) {
-                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w->data)[r * k + i])) * ((const float *) x->data)[t * k + i];
-            }
-            ASSERT_EQ(got[1][t * rows + r], ref) << "token " << t << ", row " << r;
-        }
-    }
+    expect_exact(w, x, got[1], 37, 11);
     EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
@@ -393,21 +401,15 @@ TEST(npu_help, a_lent_thread_takes_half_of_each_result_bit_for_bit) {
             if (helped) npu->help();
             const xdna::work_result r = npu->end();
             ASSERT_TRUE(r.ok()) << r.why();
-            if (!helped) EXPECT_EQ(ws.npu->lent_parts(), served) << "parts taken by a thread nobody lent";
+            if (!helped) {
+                EXPECT_EQ(ws.npu->lent_parts(), served) << "parts taken by a thread nobody lent";
+            }
             if (!helped || ws.npu->lent_parts() > served) break;
             ASSERT_LT(attempt, 4) << "the lent thread never took a part in five runs";
         }
         got[helped].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
-    for (int64_t t = 0; t < tokens; t += 7) {
-        for (int64_t r = 0; r < rows; r += 5) {
-            double ref = 0;
-            for (int64_t i = 0; i < k; ++i) {
-                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) w->data)[r * k + i])) * ((const float *) x->data)[t * k + i];
-            }
-            ASSERT_EQ(got[1][t * rows + r], ref) << "token " << t << ", row " << r;
-        }
-    }
+    expect_exact(w, x, got[1], 7, 5);
     EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
     ggml_backend_buffer_free(buf);
     ggml_free(ctx);
