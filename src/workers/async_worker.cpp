@@ -2,6 +2,8 @@
 
 #include "util/clock.h"
 
+#include <algorithm>
+
 namespace xdna {
 
 async_worker::~async_worker() {
@@ -47,7 +49,8 @@ void async_worker::begin(const multiply & m, row_range rows) {
         done    = true;
         return;
     }
-    pending = true;
+    pending   = true;
+    handed_at = now_seconds();
     cv.notify_all();
 }
 
@@ -69,6 +72,7 @@ void async_worker::loop() {
             pending = false;
             const multiply & m = *job;
             const row_range rows = job_rows;
+            const double handed = handed_at;
             lock.unlock();
             const double t0 = now_seconds();
             work_result r;
@@ -79,6 +83,11 @@ void async_worker::loop() {
                 r = work_result::failed(work_failure::device_run, e.what());
             }
             if (r.seconds == 0.0) r.seconds = now_seconds() - t0;
+            // the wait for this thread to run is part of what the work cost the caller: where cores are short it can
+            // be longer than the work (a fixed cost, whatever the rows)
+            const double woke = std::max(0.0, t0 - handed);
+            r.seconds += woke;
+            if (r.fixed_seconds >= 0.0) r.fixed_seconds += woke;
             lock.lock();
             result = r;
             done   = true;

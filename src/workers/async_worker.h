@@ -46,6 +46,7 @@ class async_worker : public worker {
     bool                    pending  = false;   // a job waits for the thread
     bool                    done     = false;   // its result is ready
     const multiply *        job = nullptr;
+    double                  handed_at = 0.0;   // when begin() handed the job to the thread
     row_range               job_rows;
     work_result             result;
 };
