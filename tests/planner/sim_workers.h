@@ -33,6 +33,10 @@ struct sim_worker {
     bool    reports_fixed = false;   // the worker measures its fixed part apart (work_result::fixed_seconds)
     double  whole = 1.0;         // NPU: time multiplier when it takes every row (the CPU's threads then help it)
 
+    // its time for `rows` of a multiply of `n` rows: an NPU given every row, times `whole`
+    double time_of(int64_t rows, bool npu_along, int64_t n) const {
+        return time(rows, npu_along) * (kind == worker_kind::npu && rows == n ? whole : 1.0);
+    }
     double time(int64_t rows, bool npu_along = false) const {
         if (rows <= 0) return 0.0;
         if (npu_along && next_to_npu != 1.0) return next_to_npu * time(rows);
@@ -134,11 +138,8 @@ class simulation {
         return m;
     }
 
-    // worker i's noise-free time for `rows` (an NPU given every row: times its `whole`)
-    double time_of(size_t i, int64_t rows, bool npu_along) const {
-        const sim_worker & w = workers[i];
-        return w.time(rows, npu_along) * (w.kind == worker_kind::npu && rows == n ? w.whole : 1.0);
-    }
+    // worker i's noise-free time for `rows` of this multiply
+    double time_of(size_t i, int64_t rows, bool npu_along) const { return workers[i].time_of(rows, npu_along, n); }
 
     int64_t npu_rows_in(const std::vector<row_range> & ranges) const {
         for (size_t i = 0; i < workers.size(); ++i) {
@@ -155,10 +156,7 @@ class simulation {
         int64_t a_rest = 1;
         for (const sim_worker & s : workers) { step = std::lcm(step, s.align); if (s.kind != worker_kind::npu) a_rest = std::lcm(a_rest, s.align); }
         int64_t npu_r = 0;   // the NPU's rows of the split being timed: the others are slower next to it
-        auto t = [&](const sim_worker * s, int64_t r) {
-            if (!s) return r > 0 ? 1e30 : 0.0;
-            return s->time(r, npu_r > 0) * (s->kind == worker_kind::npu && r == n ? s->whole : 1.0);
-        };
+        auto t = [&](const sim_worker * s, int64_t r) { return s ? s->time_of(r, npu_r > 0, n) : (r > 0 ? 1e30 : 0.0); };
         double best = std::numeric_limits<double>::max();
         std::vector<int64_t> cands;
         for (int64_t r = 0; r < n; r += step) cands.push_back(r);

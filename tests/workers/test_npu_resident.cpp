@@ -68,6 +68,29 @@ struct mm_tensors {
     const float * out() const { return (const float *) y->data; }
 };
 
+// One dense multiply of small integers: an f16 weight (rows x k) and f32 activations (k x tokens), exact in bf16, so
+// the NPU's products and f32 sums are exact (expect_exact checks them against fp64).
+struct integer_mm {
+    ggml_context * ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr;
+    ggml_tensor * w = nullptr, * x = nullptr, * y = nullptr;
+
+    integer_mm(int64_t k, int64_t rows, int64_t tokens) {
+        ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
+        ctx = ggml_init(p);
+        w = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows);
+        x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
+        y = ggml_mul_mat(ctx, w, x);
+        buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
+        for (int64_t i = 0; i < k * rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(float((i * 13) % 9 - 4));
+        for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + 3) % 9 - 4);
+    }
+    ~integer_mm() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
+};
+
 float bf16_round(float v) {
     uint32_t u;
     memcpy(&u, &v, 4);
@@ -229,14 +252,8 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
     setenv("XDNA_EMU_LOG", "0", 0);
     ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
     const int64_t k = 3072, rows = 512, tokens = 512;
-    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows);
-    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
-    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
-    for (int64_t i = 0; i < k * rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(float((i * 13) % 9 - 4));
-    for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + 3) % 9 - 4);   // exact in bf16
+    integer_mm mm(k, rows, tokens);
+    ggml_tensor * y = mm.y;
     std::vector<float> got[2];
     for (int limited = 0; limited < 2; ++limited) {
         std::unique_ptr<xdna::npu_worker> npu = xdna::npu_worker::create(xdna::get_config());
@@ -247,10 +264,8 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
         ASSERT_TRUE(r.ok()) << r.why();
         got[limited].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
-    expect_exact(w, x, got[1], 37, 11);
+    expect_exact(mm.w, mm.x, got[1], 37, 11);
     EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
-    ggml_backend_buffer_free(buf);
-    ggml_free(ctx);
 }
 
 // A CPU worker (two threads) and an NPU worker on the emulator's kernel set, for the tests that drive both.
@@ -381,14 +396,8 @@ TEST(npu_help, a_lent_thread_takes_half_of_each_result_bit_for_bit) {
     ASSERT_NO_FATAL_FAILURE(ws.make());
     xdna::npu_worker * npu = ws.npu.get();
     const int64_t k = 2048, rows = 1024, tokens = 301;
-    ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
-    ggml_context * ctx = ggml_init(p);
-    ggml_tensor * w = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, k, rows);
-    ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, tokens);
-    ggml_tensor * y = ggml_mul_mat(ctx, w, x);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, ggml_backend_cpu_buffer_type());
-    for (int64_t i = 0; i < k * rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(float((i * 13) % 9 - 4));
-    for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + 3) % 9 - 4);
+    integer_mm mm(k, rows, tokens);
+    ggml_tensor * y = mm.y;
     std::vector<float> got[2];
     for (int helped = 0; helped < 2; ++helped) {
         for (int attempt = 0; attempt < 5; ++attempt) {
@@ -409,8 +418,6 @@ TEST(npu_help, a_lent_thread_takes_half_of_each_result_bit_for_bit) {
         }
         got[helped].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
-    expect_exact(w, x, got[1], 7, 5);
+    expect_exact(mm.w, mm.x, got[1], 7, 5);
     EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
-    ggml_backend_buffer_free(buf);
-    ggml_free(ctx);
 }

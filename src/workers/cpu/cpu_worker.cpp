@@ -35,6 +35,11 @@ struct cpu_worker::impl {
     decltype(&ggml_backend_cpu_set_threadpool) set_pool = nullptr;
 
     void count_cores();
+    // every graph the worker computes: its team's size noted first (core_to_spare)
+    ggml_status compute(ggml_cgraph * g) {
+        last_team = n_active;
+        return ggml_backend_graph_compute(backend, g);
+    }
 };
 
 cpu_worker::cpu_worker() : p(new impl) {}
@@ -174,8 +179,7 @@ work_result cpu_worker::compute(const multiply & m, row_range rows) {
 
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
     ggml_graph_add_node(g, dv);
-    p->last_team = p->n_active;
-    const ggml_status st = ggml_backend_graph_compute(p->backend, g);
+    const ggml_status st = p->compute(g);
     if (st != GGML_STATUS_SUCCESS) {
         res = work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
     }
@@ -215,8 +219,7 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
         yv->flags |= GGML_TENSOR_FLAG_COMPUTE;
         ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
         ggml_graph_add_node(g, yv);
-        p->last_team = p->n_active;
-    const ggml_status st = ggml_backend_graph_compute(p->backend, g);
+        const ggml_status st = p->compute(g);
         if (st != GGML_STATUS_SUCCESS) {
             return work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
         }
@@ -245,8 +248,7 @@ bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_bloc
         cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
         ggml_graph_add_node(g, cpy);
     }
-    p->last_team = p->n_active;
-    return ggml_backend_graph_compute(p->backend, g) == GGML_STATUS_SUCCESS;
+    return p->compute(g) == GGML_STATUS_SUCCESS;
 }
 
 void cpu_worker::begin(const multiply & m, row_range rows) {
