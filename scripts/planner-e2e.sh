@@ -143,7 +143,11 @@ if [[ -n "${SPEEDS:-}" ]]; then
 else
     echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
 fi
-planner_lines=$(cat "$work"/*-auto-*.report 2>/dev/null | grep -h 'planner' | tail -2 || true)
-[[ -z "$planner_lines" ]] || { echo "planner summary of the last auto runs:"; echo "$planner_lines" | sed 's/^/  /'; }
+# what the planner had learned per shape at the end of the last auto run (the plugin appends it to its report)
+last_auto=$(ls -t "$work"/*-auto-*.report 2>/dev/null | head -1 || true)
+if [[ -n "$last_auto" ]] && grep -q '^planner: ' "$last_auto"; then
+    echo "what the planner learned in the last auto run ($(basename "$last_auto" .report)):"
+    grep '^planner: ' "$last_auto" | sed 's/^planner: /  /'
+fi
 [[ $status == 0 ]] && echo "PASS: auto >= $min_ratio x the best fixed share at every NPU speed"
 exit $status

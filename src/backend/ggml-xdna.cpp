@@ -59,6 +59,11 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
         if (!report.empty()) {
             // llama.cpp's logger can lose its last lines at exit: scripts read the summary from this file
             if (FILE * f = fopen(report.c_str(), "a")) {
+                // what the planner learned, per shape, for whoever reads why auto chose what it did; then the summary,
+                // last, where scripts read it
+                device_state & st = xdna_state();
+                fprintf(f, "planner: %s\n", st.planner.summary().c_str());
+                for (const std::string & l : st.planner.shape_report()) fprintf(f, "planner: %s\n", l.c_str());
                 fprintf(f, "ggml-xdna: %s\n", line.c_str());
                 fclose(f);
             } else {

@@ -43,6 +43,26 @@ class cost_model {
         fit();
     }
 
+    // Like add(), for a speed that may have been misjudged badly (measured beside one-time work, or taken from another
+    // shape): a second reading in a row under half of what the model predicts replaces what it had with the two.
+    // One such reading alone changes nothing (a hiccup); a worker is not twice as fast by chance twice in a row.
+    void add_or_restart(double x, double seconds) {
+        const bool low = n > 0 && seconds > 0.0 && seconds < 0.5 * predict(x);
+        if (low && low_run > 0) {
+            forget();
+            add(low_x, low_s);
+            low_run = 0;
+        } else {
+            low_run = low ? 1 : 0;
+            low_x = x;
+            low_s = seconds;
+        }
+        add(x, seconds);
+    }
+
+    // The last reading was under half of what the model predicts: one more would replace it (add_or_restart).
+    bool    doubted() const { return low_run > 0; }
+
     // Drops the measurements (what was learned of the intercept stays), for a speed that has clearly changed.
     void forget() { n = 0; head = 0; }
 
@@ -122,6 +142,8 @@ class cost_model {
     double  prior_a = 0.0, prior_b = 0.0;
     bool    learn_a = false, has_learned_a = false;
     double  learned_a = 0.0;
+    int     low_run = 0;                 // readings in a row under half the prediction (add_or_restart)
+    double  low_x = 0.0, low_s = 0.0;    // the last of them
     double  a = 0.0, b = 0.0;
 };
 

@@ -207,7 +207,8 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         // dropped out: one block again after `reprobe_every` multiplies, then after twice as many each time the
         // NPU stays out, up to `reprobe_max_every` (a block on a slow NPU can cost several times the multiply)
         if (st.reprobe_gap < opts.reprobe_every) st.reprobe_gap = opts.reprobe_every;
-        if (++st.npu_skipped >= st.reprobe_gap) {
+        // (at once when the CPU next to it was just measured far faster than its model says: a second reading decides)
+        if (st.model[CPU].doubted() || ++st.npu_skipped >= st.reprobe_gap) {
             st.npu_skipped = 0;
             st.reprobe_gap = std::max<int64_t>(opts.reprobe_every, std::min<int64_t>(2 * st.reprobe_gap, opts.reprobe_max_every));
             n_reprobes++;
@@ -218,6 +219,22 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     }
     st.npu_skipped = 0;
     st.reprobe_gap = opts.reprobe_every;
+    if (has_cpu && !has_gpu && st.cpu_alone.doubted()) {
+        // the CPU alone was just measured far faster than its model says: a second reading at once decides (report)
+        n_alone++;
+        why = plan_reason::reprobe;
+        return 0;
+    }
+    if (has_cpu && !has_gpu && ++st.alone_skipped >= std::max<int64_t>(st.alone_gap, opts.alone_every)) {
+        // The CPU alone again now and then: the NPU's share is judged against it, and it was measured early (during
+        // the first prompt, beside weights being converted and pages touched for the first time) or seeded from
+        // another shape. Two readings far below the old ones replace them (report).
+        st.alone_skipped = 0;
+        st.alone_gap = std::min<int64_t>(2 * std::max<int64_t>(st.alone_gap, opts.alone_every), opts.alone_max_every);
+        n_alone++;
+        why = plan_reason::reprobe;
+        return 0;
+    }
     if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
         npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone)) {
         // the NPU close to taking every row: it is given all of them twice (the first may be slow), so that its time
@@ -446,8 +463,10 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
         st.npu_fixed.add(1.0, std::max(fixed_s, 1e-9));
         st.model[NPU].add(x, std::max(seconds - fixed_s, 0.05 * seconds));
     } else if (k == CPU) {
-        st.cpu_all.add(x, seconds);
-        (st.planned_npu == 0 ? st.cpu_alone : st.model[CPU]).add(x, seconds);
+        // The CPU's first measurements can be far off (the first prompt's, at -t 16 of 16 cores up to 20x slow), and
+        // the CPU alone is measured seldom: two readings in a row under half of what a model says replace it.
+        st.cpu_all.add_or_restart(x, seconds);
+        (st.planned_npu == 0 ? st.cpu_alone : st.model[CPU]).add_or_restart(x, seconds);
     } else {
         st.model[k].add(x, seconds);
     }

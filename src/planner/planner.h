@@ -45,6 +45,8 @@ struct planner_options {
     int64_t npu_step       = 256;     // the NPU gets whole steps of this many rows
     int     reprobe_every  = 16;      // a shape the NPU dropped out of gets one block again after this many multiplies,
     int     reprobe_max_every = 128;  // then after twice as many each time it stays out, up to this many
+    int     alone_every    = 64;      // a shape whose NPU takes rows has its CPU measured alone again after this many
+    int     alone_max_every = 512;    // multiplies, then after twice as many each time, up to this many
     double  whole_try      = 1.3;     // the NPU is tried on every row when its model predicts at most this many
                                       // times the best split's time for them (its whole is faster, see npu_whole)
     double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
@@ -118,6 +120,8 @@ class split_planner {
         int64_t       gpu_left    = -1;
         int64_t       npu_skipped = 0;      // multiplies since the NPU last took rows while dropped out
         int64_t       reprobe_gap = 0;      // multiplies between re-probes now
+        int64_t       alone_skipped = 0;    // multiplies since the CPU was last measured alone while the NPU takes rows
+        int64_t       alone_gap   = 0;      // multiplies between those measurements now
         int64_t       explore_in  = 0;      // multiplies since the NPU last measured another size (auto_npu_rows)
         int64_t       explored    = 0;      // times it did
         int64_t       changes     = 0;      // times npu_cur changed after the first decision

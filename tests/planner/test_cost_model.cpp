@@ -70,6 +70,25 @@ TEST(cost_model, one_hiccup_does_not_move_the_estimate) {
     EXPECT_DOUBLE_EQ(m.slope(), 5e-6);
 }
 
+// Readings taken beside one-time work (the first prompt) can be 10x slow; add_or_restart lets two readings in a row
+// under half of the prediction replace them, while one alone (a hiccup) changes nothing.
+TEST(cost_model, two_fast_readings_in_a_row_replace_a_model_built_on_slow_ones) {
+    cost_model m;
+    for (int i = 0; i < 3; ++i) m.add_or_restart(1000, 50e-3);
+    m.add_or_restart(1000, 5e-3);
+    EXPECT_TRUE(m.doubted());
+    EXPECT_DOUBLE_EQ(m.slope(), 50e-6) << "one fast reading is not enough";
+    m.add_or_restart(1000, 40e-3);
+    EXPECT_FALSE(m.doubted()) << "a reading that agrees with the model ends the doubt";
+    m.add_or_restart(1000, 5e-3);
+    m.add_or_restart(1000, 5.5e-3);
+    EXPECT_FALSE(m.doubted());
+    EXPECT_DOUBLE_EQ(m.slope(), 5e-6) << "two in a row: the model is the two (their lower median)";
+    for (int i = 0; i < 8; ++i) m.add_or_restart(1000, 5e-3);
+    m.add_or_restart(1000, 0.1e-3);   // one impossibly fast reading changes nothing
+    EXPECT_DOUBLE_EQ(m.slope(), 5e-6);
+}
+
 TEST(cost_model, follows_a_real_change_of_speed_within_the_window) {
     cost_model m;
     for (int i = 0; i < cost_model::window; ++i) m.add(1000, 5e-3);

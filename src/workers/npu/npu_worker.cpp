@@ -427,10 +427,12 @@ bool npu_worker::prepare_job(job & j, const ggml_tensor * w, row_range rows, int
     const int64_t expert = j.expert;
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const double t0 = now_seconds();
-    j.cached = weights.get(w, expert, fmt, ld, err);
+    bool first_use = false;
+    j.cached = weights.get(w, expert, fmt, ld, err, &first_use);
     if (j.cached) {
-        // converting a weight into the cache happens once: not a cost of this multiply's size or shape
-        j.cache_seconds = now_seconds() - t0;
+        // converting a weight into the cache happens once: not a cost of this multiply's size or shape (finding it
+        // there is, and stays in the multiply's time)
+        j.cache_seconds = first_use ? now_seconds() - t0 : 0.0;
         j.weight = j.cached.get();
         j.w_base = rows.begin;
         return true;

@@ -87,7 +87,8 @@ bool weight_cache::has_room(size_t bytes) {
 }
 
 std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w, int64_t expert, weight_format fmt,
-                                                          int64_t ld, std::string * err) {
+                                                          int64_t ld, std::string * err, bool * first_use) {
+    if (first_use) *first_use = false;
     if (!cacheable(w)) return nullptr;
     const uint64_t fp = weight_fingerprint(w, expert);
     const key k{ w->data, expert, (int) fmt, ld };
@@ -100,6 +101,7 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
         auto it = map.find(k);
         if (it != map.end()) {
             e = it->second;
+            if (first_use) *first_use = !e->ready;
             cv.wait(lock, [&] { return e->ready; });
             if (e->fingerprint == fp && !e->failed) return e->data;
             // other bytes at the same address: the old conversion is stale
@@ -114,6 +116,7 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
         used += need;
     }
 
+    if (first_use) *first_use = true;
     auto data = std::make_shared<converted_weight>();
     const bool ok = convert_weight_rows(w, expert, 0, w->ne[1], fmt, ld, *data, err);
     if (ok && place) place(w, *data);

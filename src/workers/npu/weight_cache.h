@@ -47,9 +47,10 @@ class weight_cache {
 
     // The whole converted weight (one expert), converting it now if needed; null when it does not fit the budget
     // or the weight cannot be cached (then the caller converts the rows it needs itself). Thread-safe; two callers
-    // asking for the same weight convert it once.
+    // asking for the same weight convert it once. `first_use`, if given, says whether the call converted the weight
+    // (or waited for another caller converting it) rather than finding it ready.
     std::shared_ptr<const converted_weight> get(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld,
-                                                std::string * err);
+                                                std::string * err, bool * first_use = nullptr);
 
     // True if the weight can be kept at all (model weights only).
     static bool cacheable(const ggml_tensor * w);
