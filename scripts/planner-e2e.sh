@@ -18,6 +18,8 @@
 #   MIN_RATIO    auto / best fixed share that must be reached (default 0.97)
 #   SLOW_MAX_NPU the most of the rows auto may give the slow NPU (default 0.2)
 #   REQUIRE_NPU  0 skips the check that the NPU worker took part (to try the script without one)
+#   KEPT=1       also "kept": auto in a process that reads what an earlier auto run learned (GGML_XDNA_PLANNER_STATE;
+#                one untimed auto run per speed writes it first, and each "kept" run updates it); checked like auto
 #   Any XDNA_EMU_* or GGML_XDNA_* variable set outside is passed on (e.g. XDNA_EMU_DISPATCH_US).
 # Exit status: 0 when both checks pass for both speeds, 1 otherwise, 2 when the setup is wrong.
 set -euo pipefail
@@ -79,12 +81,16 @@ if [[ -z "${SPEEDS:-}" ]] && [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; the
 fi
 
 configs=("${shares[@]}" auto)
+kept=${KEPT:-0}
+[[ $kept == 1 ]] && configs+=(kept)
 status=0
 table="$work/table"
 {
     printf '%-46s' "prompt tokens/s (llama-bench -p 512)"
     for c in "${configs[@]}"; do printf ' %9s' "$c"; done
-    printf ' %10s %10s\n' "auto/best" "auto NPU"
+    printf ' %10s %10s' "auto/best" "auto NPU"
+    [[ $kept == 1 ]] && printf ' %10s' "kept/best"
+    printf '\n'
 } >"$table"
 
 speed_names=(fast slow)
@@ -96,10 +102,13 @@ for speed in "${speed_names[@]}"; do
         *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }')) ;;
     esac
     declare -A sum=()
+    state=(GGML_XDNA_PLANNER_STATE="$work/state-$speed.txt")
+    [[ $kept == 1 ]] && bench "$speed-prime" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE=auto "${state[@]}" >/dev/null
     for ((p = 1; p <= passes; p++)); do
         for c in "${configs[@]}"; do
-            share=$c; [[ $c == auto ]] && share=auto
-            ts=$(bench "$speed-$c-$p" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE="$share")
+            share=$c extra=()
+            [[ $c == kept ]] && share=auto extra=("${state[@]}")
+            ts=$(bench "$speed-$c-$p" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE="$share" "${extra[@]}")
             [[ -n "$ts" ]] || die "no tokens/s from llama-bench ($speed, share $c)"
             sum[$c]=$(awk -v a="${sum[$c]:-0}" -v b="$ts" 'BEGIN { print a + b }')
             echo "  $speed NPU, pass $p, share $c: $ts tokens/s (NPU took $(npu_fraction "$work/$speed-$c-$p.report") of the rows)"
@@ -118,14 +127,22 @@ for speed in "${speed_names[@]}"; do
     done
     auto=$(awk -v s="${sum[auto]}" -v n="$passes" 'BEGIN { printf "%.2f", s / n }')
     ratio=$(awk -v a="$auto" -v b="$best" 'BEGIN { printf "%.3f", a / b }')
+    kept_ratio=-
+    [[ $kept == 1 ]] && kept_ratio=$(awk -v s="${sum[kept]}" -v n="$passes" -v b="$best" 'BEGIN { printf "%.3f", s / n / b }')
     auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
     {
         printf '%-46s' "$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
         for c in "${configs[@]}"; do printf ' %9.2f' "$(awk -v s="${sum[$c]}" -v n="$passes" 'BEGIN { print s / n }')"; done
-        printf ' %10s %10s\n' "$ratio" "$auto_npu"
+        printf ' %10s %10s' "$ratio" "$auto_npu"
+        [[ $kept == 1 ]] && printf ' %10s' "$kept_ratio"
+        printf '\n'
     } >>"$table"
     if awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
         echo "FAIL: $speed NPU: auto $auto tokens/s is $ratio of the best fixed share ($best_c: $best), below $min_ratio"
+        status=1
+    fi
+    if [[ $kept == 1 ]] && awk -v r="$kept_ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
+        echo "FAIL: $speed NPU: auto with the kept state is $kept_ratio of the best fixed share ($best_c: $best), below $min_ratio"
         status=1
     fi
     if [[ $speed == slow ]] && { [[ "$auto_npu" == "?" ]] || awk -v f="$auto_npu" -v m="$slow_max_npu" 'BEGIN { exit !(f > m) }'; }; then

@@ -1,5 +1,6 @@
 #include "backend/device.h"
 
+#include "backend/planner_file.h"
 #include "convert/xdna_convert.h"
 #include "util/log.h"
 #include "workers/gpu/gpu_device.h"
@@ -78,8 +79,23 @@ void device_state::offer_weight(const ggml_tensor * op) {
     if (npu->accepts(describe_multiply(op))) warmup->offer(op->src[0]);
 }
 
-void device_state::prompt_arrived() {
+void device_state::prompt_arrived(int threads) {
     if (warmup) warmup->stop();
+    {
+        std::lock_guard<std::mutex> lock(mtx);
+        if (state_read) return;
+        state_read = true;
+    }
+    // what the auto split learned in an earlier run: only where it decides (a fixed share overrides everything)
+    if (!cfg.planner_state.empty() && cfg.npu_share < 0.0) {
+        planner_file_read(planner, cfg.planner_state, planner_file_identity(*this, threads));
+    }
+}
+
+void device_state::keep_planner_state(int threads) {
+    if (!cfg.planner_state.empty() && cfg.npu_share < 0.0 && !device_workers.empty()) {
+        planner_file_write(planner, cfg.planner_state, planner_file_identity(*this, threads));
+    }
 }
 
 ggml_backend_dev_t device_state::cpu_device() {

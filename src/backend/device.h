@@ -46,8 +46,11 @@ struct device_state {
 
     // a node of a graph handed to the backend: a multiply's weight the NPU takes is offered to the load-time warm-up
     void offer_weight(const ggml_tensor * op);
-    // a graph is about to be computed: the warm-up stops
-    void prompt_arrived();
+    // a graph is about to be computed, with `threads` CPU worker threads: the warm-up stops, and the first time the
+    // planner state file (GGML_XDNA_PLANNER_STATE) is read
+    void prompt_arrived(int threads);
+    // the backend is freed: what the planner learned goes to the planner state file
+    void keep_planner_state(int threads);
 
     const config &        cfg;
     split_planner         planner;          // prompt processing: GGML_XDNA_NPU_SHARE (auto by default)
@@ -65,6 +68,7 @@ struct device_state {
     ggml_backend_buffer_type_t repack  = nullptr;
     bool                       repack_looked_up = false;
     std::set<std::string>      logged;
+    bool                       state_read = false;
 };
 
 }  // namespace xdna

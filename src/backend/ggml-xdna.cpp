@@ -52,6 +52,7 @@ static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
 
 static void ggml_backend_xdna_free(ggml_backend_t backend) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
+    if (!ctx->engine->idle()) xdna_state().keep_planner_state(ctx->cpu->threads());
     if (!ctx->engine->idle()) {
         const std::string line = ctx->engine->summary();
         XDNA_LOG_SUMMARY("%s", line.c_str());
@@ -83,7 +84,7 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
 
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
-    xdna_state().prompt_arrived();
+    xdna_state().prompt_arrived(ctx->cpu->threads());
     next_graph();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];

@@ -34,6 +34,7 @@ struct config {
     int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
     std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
     std::string trace;               // GGML_XDNA_TRACE: file the timeline is written to (Chrome trace events)
+    std::string planner_state;       // GGML_XDNA_PLANNER_STATE: file the auto split keeps what it learned in
 
     // NPU worker
     npu_mode npu          = npu_mode::automatic;  // GGML_XDNA_NPU: auto, off or emulator

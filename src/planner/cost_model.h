@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace xdna {
 
@@ -62,6 +65,54 @@ class cost_model {
 
     // The last reading was under half of what the model predicts: one more would replace it (add_or_restart).
     bool    doubted() const { return low_run > 0; }
+
+    // Its whole state as one line of numbers, and back (the planner's state file keeps what was learned between
+    // processes). load() takes only a line save() wrote, whole and in range; otherwise it returns false and the
+    // model stays as it was.
+    std::string save() const {
+        std::string out;
+        char buf[64];
+        auto put = [&](double v) { snprintf(buf, sizeof(buf), out.empty() ? "%.17g" : " %.17g", v); out += buf; };
+        for (double v : { (double) learn_a, (double) has_learned_a, learned_a, prior_a, prior_b, (double) total, (double) n }) put(v);
+        for (int i = 0; i < n; ++i) {
+            const int j = (head - n + i + window) % window;   // oldest first
+            put(xs[j]);
+            put(ts[j]);
+        }
+        return out;
+    }
+    bool load(const std::string & line) {
+        double v[7 + 2 * window];
+        int    got = 0;
+        const char * p = line.c_str();
+        for (char * end = nullptr; got < 7 + 2 * window; p = end) {
+            const double d = strtod(p, &end);
+            if (end == p) break;
+            v[got++] = d;
+        }
+        while (*p == ' ') ++p;
+        if (got < 7 || *p != '\0') return false;
+        const int m = (int) v[6];
+        if (v[6] != m || m < 0 || m > window || got != 7 + 2 * m || v[5] < m) return false;
+        for (int i = 0; i < got; ++i) if (!std::isfinite(v[i])) return false;
+        for (int i = 0; i < m; ++i) if (!(v[7 + 2 * i] > 0.0) || !(v[8 + 2 * i] > 0.0)) return false;
+        *this = cost_model();
+        learn_a = v[0] != 0.0;
+        has_learned_a = v[1] != 0.0;
+        learned_a = std::max(0.0, v[2]);
+        prior_a = std::max(0.0, v[3]);
+        prior_b = v[4];
+        for (int i = 0; i < m; ++i) {
+            xs[i] = v[7 + 2 * i];
+            ts[i] = v[8 + 2 * i];
+        }
+        n = m;
+        head = m % window;
+        total = (int64_t) v[5];
+        if (n > 0) fit();
+        else { a = has_learned_a ? learned_a : prior_a; b = prior_b; }
+        return true;
+    }
 
     // Drops the measurements (what was learned of the intercept stays), for a speed that has clearly changed.
     void forget() { n = 0; head = 0; }

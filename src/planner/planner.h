@@ -85,6 +85,12 @@ class split_planner {
     // One line per shape: its current split and what was learned (GGML_XDNA_DEBUG=1 at exit).
     std::vector<std::string> shape_report() const;
 
+    // What was learned, per shape, as text (planner_state.cpp), and back: a shape read starts from its models and
+    // decision as they were, and learns on as if the process had not ended. load_state returns the shapes read; 0,
+    // with `why`, for a text it did not write (then nothing changes).
+    std::string save_state() const;
+    size_t      load_state(const std::string & text, std::string * why);
+
     // The NPU rows auto currently settles on for `key` (-1: no decision yet), for tests and tools.
     int64_t npu_rows_of(const shape_key & key) const;
 

@@ -108,6 +108,10 @@ void cpu_worker::set_n_threads(int n_threads) {
     }
 }
 
+int cpu_worker::threads() const {
+    return p->n_threads;
+}
+
 void cpu_worker::impl::count_cores() {
     if (n_cores > 0) return;
     cpu_set_t set;

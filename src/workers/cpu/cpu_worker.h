@@ -39,6 +39,7 @@ class cpu_worker final : public worker {
     bool convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks);
 
     void set_n_threads(int n_threads);
+    int  threads() const;   // what it computes with (set_n_threads, or GGML_XDNA_THREADS)
     // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
     // computes with one thread fewer when its threads would otherwise take every core, so that no thread of its team
     // waits for a core at a barrier while the NPU's thread runs. Only with OpenMP, where a team's size is free to

@@ -1,0 +1,136 @@
+#include "backend/planner_file.h"
+
+#include "backend/device.h"
+#include "npu/npu_runtime.h"
+#include "util/log.h"
+#include "xdna_ggml_compat.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+extern char ** environ;
+
+namespace xdna {
+
+namespace {
+
+constexpr const char * header = "ggml-xdna planner state 1";
+
+std::string read_file(const std::string & path, bool * ok) {
+    std::ifstream f(path, std::ios::binary);
+    *ok = (bool) f;
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+uint64_t fnv1a(const std::string & s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// a file's size and modification time: a rebuilt plugin or kernel set is another one
+std::string file_stamp(const std::string & path) {
+    struct stat sb;
+    if (path.empty() || stat(path.c_str(), &sb) != 0) return "?";
+    return std::to_string((long long) sb.st_size) + "@" + std::to_string((long long) sb.st_mtime);
+}
+
+std::string cpu_model_name() {
+    std::ifstream f("/proc/cpuinfo");
+    for (std::string line; std::getline(f, line);) {
+        if (line.rfind("model name", 0) == 0) {
+            const size_t colon = line.find(':');
+            return colon == std::string::npos ? line : line.substr(colon + 2);
+        }
+    }
+    return "?";
+}
+
+int cores_available() {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+// the software XDNA1's settings (its speeds, dispatch, mode): a modelled NPU at another speed is another NPU
+std::string emulator_settings() {
+    std::vector<std::string> vars;
+    for (char ** e = environ; e && *e; ++e) {
+        if (strncmp(*e, "XDNA_EMU_", 9) == 0 && strncmp(*e, "XDNA_EMU_LOG", 12) != 0) vars.emplace_back(*e);
+    }
+    std::sort(vars.begin(), vars.end());
+    std::string out;
+    for (const std::string & v : vars) out += (out.empty() ? "" : " ") + v;
+    return out.empty() ? "-" : out;
+}
+
+std::string plugin_path() {
+    Dl_info info;
+    return dladdr((void *) &planner_file_identity, &info) && info.dli_fname ? info.dli_fname : "";
+}
+
+}  // namespace
+
+std::string planner_file_identity(const device_state & st, int threads) {
+    const std::string manifest = st.cfg.npu_kernels.empty() ? npu_default_manifest_path() : st.cfg.npu_kernels;
+    bool read = false;
+    const std::string kernels = read_file(manifest, &read);
+    char hash[32];
+    snprintf(hash, sizeof(hash), "%016llx", (unsigned long long) fnv1a(kernels));
+    return "cpu '" + cpu_model_name() + "', " + std::to_string(cores_available()) + " cores, " +
+           std::to_string(threads) + " threads; plugin " + file_stamp(plugin_path()) + ", ggml " + XDNA_GGML_VERSION +
+           "; " + st.description() + "; kernels " + (st.npu && read ? hash : "-") + "; emulator " + emulator_settings();
+}
+
+void planner_file_read(split_planner & planner, const std::string & path, const std::string & identity) {
+    bool ok = false;
+    const std::string text = read_file(path, &ok);
+    if (!ok) {
+        XDNA_LOG_INFO("planner state: no file %s yet; it is written at exit", path.c_str());
+        return;
+    }
+    const size_t l1 = text.find('\n'), l2 = l1 == std::string::npos ? l1 : text.find('\n', l1 + 1);
+    if (l2 == std::string::npos || text.compare(0, l1, header) != 0) {
+        XDNA_LOG_WARN("planner state: %s is not a planner state file; not read (it is replaced at exit)", path.c_str());
+        return;
+    }
+    if (text.compare(l1 + 1, l2 - l1 - 1, identity) != 0) {
+        XDNA_LOG_INFO("planner state: %s was written on another machine, build, NPU, kernel set or thread count; "
+                      "not read (it is replaced at exit)", path.c_str());
+        return;
+    }
+    std::string why;
+    const size_t n = planner.load_state(text.substr(l2 + 1), &why);
+    if (n == 0 && !why.empty()) {
+        XDNA_LOG_WARN("planner state: %s: %s; not read (it is replaced at exit)", path.c_str(), why.c_str());
+        return;
+    }
+    XDNA_LOG_INFO("planner state: %zu shapes read from %s", n, path.c_str());
+}
+
+void planner_file_write(const split_planner & planner, const std::string & path, const std::string & identity) {
+    const std::string tmp = path + ".tmp";
+    FILE * f = fopen(tmp.c_str(), "w");
+    bool ok = f != nullptr;
+    if (f) {
+        const std::string text = std::string(header) + "\n" + identity + "\n" + planner.save_state();
+        ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+        ok = fclose(f) == 0 && ok;
+    }
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        XDNA_LOG_WARN("planner state: cannot write %s: %s", path.c_str(), strerror(errno));
+    }
+}
+
+}  // namespace xdna

@@ -1,0 +1,89 @@
+// What the auto split learned, as text and back (split_planner::save_state / load_state): one line per shape, the
+// shape's key and decision, then each of its models (cost_model::save), separated by " | ". The backend keeps it in
+// the planner state file (GGML_XDNA_PLANNER_STATE, backend/planner_file.cpp), so that the next process starts from it.
+#include "planner/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace xdna {
+
+namespace {
+
+constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
+constexpr int n_models = 7;   // model[NPU], model[GPU], model[CPU], npu_fixed, cpu_alone, cpu_all, npu_whole
+
+// the split's text into its fields
+std::vector<std::string> split_fields(const std::string & line) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    for (size_t bar; (bar = line.find(" | ", at)) != std::string::npos; at = bar + 3) out.push_back(line.substr(at, bar - at));
+    out.push_back(line.substr(at));
+    return out;
+}
+
+}  // namespace
+
+std::string split_planner::save_state() const {
+    std::lock_guard<std::mutex> lock(mtx);
+    std::vector<std::string> lines;   // sorted: the same state gives the same text
+    char buf[512];
+    for (const auto & [k, st] : shapes) {
+        snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
+                 k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
+                 (int) k.repacked, (long long) st.calls, (long long) st.npu_cur, (int) st.npu_split,
+                 (long long) st.whole_tries, st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
+                 (long long) st.hint.launches_per_block);
+        std::string out = buf;
+        for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
+                                      &st.cpu_all, &st.npu_whole }) {
+            out += " | " + m->save();
+        }
+        lines.push_back(out + "\n");
+    }
+    std::sort(lines.begin(), lines.end());
+    std::string text;
+    for (const std::string & l : lines) text += l;
+    return text;
+}
+
+size_t split_planner::load_state(const std::string & text, std::string * why) {
+    std::vector<std::pair<shape_key, shape_state>> read;
+    std::istringstream in(text);
+    std::string line;
+    for (int no = 1; std::getline(in, line); ++no) {
+        if (line.empty()) continue;
+        const std::vector<std::string> f = split_fields(line);
+        shape_key k;
+        shape_state st;
+        int repacked = 0, split = 0, used = 0;
+        long long kk, rows, tokens, experts, calls, cur, tries, block, lpb;
+        const bool head_ok =
+            f.size() == 1 + n_models &&
+            sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
+                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &calls, &cur, &split, &tries, &st.hint.fixed_s,
+                   &st.hint.launch_s, &block, &lpb, &used) == 15 && used == (int) f[0].size() && rows > 0 &&
+            kk > 0 && tokens > 0 && experts > 0 && calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 &&
+            lpb >= 0;
+        bool models_ok = head_ok;
+        cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
+                                      &st.cpu_all, &st.npu_whole };
+        for (int i = 0; models_ok && i < n_models; ++i) models_ok = ms[i]->load(f[1 + i]);
+        if (!models_ok) {
+            if (why) *why = "line " + std::to_string(no) + " is not a shape this planner wrote";
+            return 0;
+        }
+        k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0;
+        st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
+        st.hint.block_rows = block; st.hint.launches_per_block = lpb;
+        read.emplace_back(k, st);
+    }
+    std::lock_guard<std::mutex> lock(mtx);
+    size_t n = 0;
+    for (auto & [k, st] : read) n += shapes.emplace(k, st).second;   // a shape already learned in this process stays
+    return n;
+}
+
+}  // namespace xdna

@@ -1,0 +1,118 @@
+// What the auto split learned, kept as text between processes (split_planner::save_state / load_state, and the file
+// backend/planner_file.cpp keeps it in): a planner
+// that reads another's text plans as the other would have, without probing again; a text it did not write changes
+// nothing; and a model's state survives the trip exactly.
+#include "backend/planner_file.h"
+#include "sim_workers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+using namespace xdna_test;
+
+TEST(cost_model_state, a_model_saved_and_loaded_predicts_the_same) {
+    cost_model m;
+    m.set_prior(1e-3, 2e-6, true);
+    for (int i = 0; i < 20; ++i) m.add(i % 2 ? 1000 : 3000, (i % 2 ? 1000 : 3000) * 2e-6 + 1e-3 + 1e-5 * (i % 3));
+    cost_model back;
+    ASSERT_TRUE(back.load(m.save()));
+    EXPECT_EQ(back.samples(), m.samples());
+    EXPECT_DOUBLE_EQ(back.intercept(), m.intercept());
+    EXPECT_DOUBLE_EQ(back.slope(), m.slope());
+    m.add(2000, 5.1e-3);
+    back.add(2000, 5.1e-3);
+    EXPECT_DOUBLE_EQ(back.slope(), m.slope()) << "the same window: the next reading moves both alike";
+    EXPECT_EQ(back.save(), m.save());
+}
+
+TEST(cost_model_state, lines_it_did_not_write_are_refused) {
+    cost_model m;
+    m.add(1000, 5e-3);
+    const std::string good = m.save();
+    for (const std::string & bad : { std::string(""), std::string("1 2 3"), good + " 7", good.substr(0, good.size() - 2) + "x",
+                                     std::string("0 0 0 0 0 1 1 1000 -5"), std::string("0 0 0 0 0 1 99 1 1") }) {
+        cost_model c;
+        c.add(1000, 1e-3);
+        EXPECT_FALSE(c.load(bad)) << "'" << bad << "'";
+        EXPECT_DOUBLE_EQ(c.slope(), 1e-6) << "a refused line leaves the model as it was";
+    }
+}
+
+TEST(planner_state, a_planner_that_reads_the_state_plans_as_the_one_that_wrote_it) {
+    sim_worker fast = sim_npu(3.0, true, true), slow = sim_npu(0.2, true, true);
+    fast.reports_fixed = slow.reports_fixed = true;
+    split_planner first{ planner_options{} };
+    simulation a(first, { fast, sim_cpu() }, 1024, 3072, 0.05, 1), b(first, { slow, sim_cpu() }, 3072, 1024, 0.05, 2);
+    for (int i = 0; i < 60; ++i) {   // two shapes learned: the NPU 3x the CPU on one, 1/5x on the other
+        a.step();
+        b.step();
+    }
+    const std::string text = first.save_state();
+    ASSERT_FALSE(text.empty());
+
+    split_planner second{ planner_options{} };
+    std::string why;
+    EXPECT_EQ(second.load_state(text, &why), 2u) << why;
+    EXPECT_EQ(second.npu_rows_of(a.key), first.npu_rows_of(a.key));
+    EXPECT_EQ(second.npu_rows_of(b.key), first.npu_rows_of(b.key));
+    EXPECT_EQ(second.save_state(), text) << "what was read is what was written";
+
+    // the next process starts at the decision: from its first multiply, no probe and no CPU-alone measurement
+    simulation a2(second, { fast, sim_cpu() }, 1024, 3072, 0.05, 3), b2(second, { slow, sim_cpu() }, 3072, 1024, 0.05, 4);
+    for (int i = 0; i < 10; ++i) {
+        EXPECT_EQ(a2.step().npu_rows, first.npu_rows_of(a.key)) << "multiply " << i + 1;
+        EXPECT_EQ(b2.step().npu_rows, first.npu_rows_of(b.key)) << "multiply " << i + 1;
+    }
+}
+
+TEST(planner_state, a_text_it_did_not_write_changes_nothing) {
+    sim_worker npu = sim_npu(3.0, true, true);
+    npu.reports_fixed = true;
+    split_planner p{ planner_options{} };
+    simulation a(p, { npu, sim_cpu() }, 1024, 3072, 0.05, 1);
+    for (int i = 0; i < 30; ++i) a.step();
+    const std::string good = p.save_state();
+    for (const std::string & bad : { std::string("hello\n"), good + "shape 1 2 3\n", "x" + good,
+                                     good.substr(0, good.size() / 2) + "\n" }) {
+        split_planner q{ planner_options{} };
+        std::string why;
+        EXPECT_EQ(q.load_state(bad, &why), 0u);
+        EXPECT_FALSE(why.empty());
+        EXPECT_EQ(q.npu_rows_of(a.key), -1) << "nothing learned from a text it did not write";
+    }
+}
+
+// The file (backend/planner_file.cpp): read back under the identity it was written with; under another one (another
+// machine, build, NPU, kernel set or thread count), or when it is not a state file at all, nothing is read.
+TEST(planner_file, read_only_under_the_identity_it_was_written_with) {
+    sim_worker npu = sim_npu(3.0, true, true);
+    npu.reports_fixed = true;
+    split_planner p{ planner_options{} };
+    simulation a(p, { npu, sim_cpu() }, 1024, 3072, 0.05, 1);
+    for (int i = 0; i < 30; ++i) a.step();
+    const std::string path = testing::TempDir() + "planner-state-test.txt";
+    std::remove(path.c_str());
+
+    split_planner none{ planner_options{} };
+    planner_file_read(none, path, "machine A");   // no file yet: nothing, and no error
+    EXPECT_EQ(none.npu_rows_of(a.key), -1);
+
+    planner_file_write(p, path, "machine A");
+    split_planner same{ planner_options{} }, other{ planner_options{} };
+    planner_file_read(same, path, "machine A");
+    planner_file_read(other, path, "machine B");
+    EXPECT_EQ(same.npu_rows_of(a.key), p.npu_rows_of(a.key));
+    EXPECT_EQ(same.save_state(), p.save_state());
+    EXPECT_EQ(other.npu_rows_of(a.key), -1) << "written under another identity: not read";
+
+    {
+        std::ofstream f(path);
+        f << "not a planner state\nmachine A\n" << p.save_state();
+    }
+    split_planner bad{ planner_options{} };
+    planner_file_read(bad, path, "machine A");
+    EXPECT_EQ(bad.npu_rows_of(a.key), -1) << "not a state file: not read";
+    std::remove(path.c_str());
+}
