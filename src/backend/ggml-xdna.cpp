@@ -52,8 +52,8 @@ static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
 
 static void ggml_backend_xdna_free(ggml_backend_t backend) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
-    if (!ctx->engine->idle()) xdna_state().keep_planner_state(ctx->cpu->threads());
     if (!ctx->engine->idle()) {
+        xdna_state().keep_planner_state(ctx->cpu->threads());
         const std::string line = ctx->engine->summary();
         XDNA_LOG_SUMMARY("%s", line.c_str());
         const std::string & report = get_config().report;

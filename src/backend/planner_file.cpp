@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -119,7 +120,7 @@ void planner_file_read(split_planner & planner, const std::string & path, const 
 }
 
 void planner_file_write(const split_planner & planner, const std::string & path, const std::string & identity) {
-    const std::string tmp = path + ".tmp";
+    const std::string tmp = path + ".tmp." + std::to_string((long long) getpid());   // two processes may end at once
     FILE * f = fopen(tmp.c_str(), "w");
     bool ok = f != nullptr;
     if (f) {

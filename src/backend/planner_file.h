@@ -19,7 +19,8 @@ std::string planner_file_identity(const device_state & st, int threads);
 // Reads `path` into `planner` if it was written under `identity`; one log line says what happened.
 void planner_file_read(split_planner & planner, const std::string & path, const std::string & identity);
 
-// Writes what `planner` learned to `path` (through a temporary file, renamed: a reader never sees half of it).
+// Writes what `planner` learned to `path` (through a temporary file of this process, renamed: a reader never sees
+// half of it, and of two processes ending at once the last one's file stays whole).
 void planner_file_write(const split_planner & planner, const std::string & path, const std::string & identity);
 
 }  // namespace xdna
