@@ -88,13 +88,15 @@ void device_state::prompt_arrived(int threads) {
     }
     // what the auto split learned in an earlier run: only where it decides (a fixed share overrides everything)
     if (!cfg.planner_state.empty() && cfg.npu_share < 0.0) {
-        planner_file_read(planner, cfg.planner_state, planner_file_identity(*this, threads));
+        const std::string id = planner_file_identity(*this, threads), path = planner_file_path(cfg.planner_state, id);
+        if (!path.empty()) planner_file_read(planner, path, id);
     }
 }
 
 void device_state::keep_planner_state(int threads) {
     if (!cfg.planner_state.empty() && cfg.npu_share < 0.0 && !device_workers.empty()) {
-        planner_file_write(planner, cfg.planner_state, planner_file_identity(*this, threads));
+        const std::string id = planner_file_identity(*this, threads), path = planner_file_path(cfg.planner_state, id);
+        if (!path.empty()) planner_file_write(planner, path, id);
     }
 }
 

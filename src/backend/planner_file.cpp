@@ -93,6 +93,27 @@ std::string planner_file_identity(const device_state & st, int threads) {
            "; " + st.description() + "; kernels " + (st.npu && read ? hash : "-") + "; emulator " + emulator_settings();
 }
 
+std::string planner_file_path(const std::string & setting, const std::string & identity) {
+    if (setting != "auto") return setting;
+    const char * xdg = getenv("XDG_CACHE_HOME"), * home = getenv("HOME");
+    std::string dir = xdg && *xdg ? xdg : home && *home ? std::string(home) + "/.cache" : "";
+    if (dir.empty()) {
+        XDNA_LOG_WARN("planner state: GGML_XDNA_PLANNER_STATE=auto, but neither XDG_CACHE_HOME nor HOME is set; "
+                      "nothing is kept");
+        return "";
+    }
+    for (const char * sub : { "", "/ggml-xdna", "/planner" }) {   // the cache folder itself may not exist yet
+        dir += sub;
+        if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+            XDNA_LOG_WARN("planner state: cannot create %s: %s; nothing is kept", dir.c_str(), strerror(errno));
+            return "";
+        }
+    }
+    char name[32];
+    snprintf(name, sizeof(name), "/%016llx.txt", (unsigned long long) fnv1a(identity));
+    return dir + name;
+}
+
 void planner_file_read(split_planner & planner, const std::string & path, const std::string & identity) {
     bool ok = false;
     const std::string text = read_file(path, &ok);

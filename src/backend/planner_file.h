@@ -16,6 +16,11 @@ struct device_state;
 // The identity line of this process's measurements, for `threads` CPU worker threads.
 std::string planner_file_identity(const device_state & st, int threads);
 
+// The file GGML_XDNA_PLANNER_STATE names: itself, or for `auto` one per identity under the cache folder,
+// $XDG_CACHE_HOME (else ~/.cache) /ggml-xdna/planner/<hash of the identity>.txt, its folders created. Empty when
+// there is none to be had (one log line says why).
+std::string planner_file_path(const std::string & setting, const std::string & identity);
+
 // Reads `path` into `planner` if it was written under `identity`; one log line says what happened.
 void planner_file_read(split_planner & planner, const std::string & path, const std::string & identity);
 

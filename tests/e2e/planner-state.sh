@@ -5,7 +5,8 @@
 # - a first run writes the file (its header, its identity line, one line per shape);
 # - a second run under the same identity reads it: each shape's count is twice the first run's;
 # - a run under another identity (the emulated NPU at another speed) does not read it, and replaces it;
-# - a run with a fixed share neither reads nor writes it.
+# - a run with a fixed share neither reads nor writes it;
+# - GGML_XDNA_PLANNER_STATE=auto: a file per identity under the cache folder, read by the next run.
 # usage: planner-state.sh <llama bin> <plugin> <xdna-gen-model> <llama src>
 set -euo pipefail
 bin=$1 plugin=$2 gen=$3 src=$4
@@ -47,5 +48,11 @@ check "and is replaced under the new identity" grep -q "XDNA_EMU_BF16_GFLOPS=999
 cp "$state" "$work/before-fixed.txt"
 bench fixed XDNA_EMU_BF16_GFLOPS=999 GGML_XDNA_NPU_SHARE=0.5
 check "a fixed share neither reads nor writes it" cmp -s "$state" "$work/before-fixed.txt"
+state=auto
+bench auto1 XDG_CACHE_HOME="$work/cache"
+files=("$work"/cache/ggml-xdna/planner/*.txt)
+check "auto: one file under the cache folder" test "${#files[@]}" -eq 1 -a -f "${files[0]}"
+bench auto2 XDG_CACHE_HOME="$work/cache"
+check "auto: the next run reads it" doubled "$work/auto1.report" "$work/auto2.report"
 echo "planner-state: $passed passed, $failed failed"
 [[ $failed == 0 ]]
