@@ -79,25 +79,26 @@ void device_state::offer_weight(const ggml_tensor * op) {
     if (npu->accepts(describe_multiply(op))) warmup->offer(op->src[0]);
 }
 
+// The planner state file for `threads` CPU worker threads, and its identity line; empty when nothing is kept: none
+// asked for, or a fixed share (which overrides whatever auto learned), or no device worker to split with.
+std::string device_state::planner_state_file(int threads, std::string * identity) const {
+    if (cfg.planner_state.empty() || cfg.npu_share >= 0.0 || device_workers.empty()) return "";
+    *identity = planner_file_identity(*this, threads);
+    return planner_file_path(cfg.planner_state, *identity);
+}
+
 void device_state::prompt_arrived(int threads) {
     if (warmup) warmup->stop();
-    {
-        std::lock_guard<std::mutex> lock(mtx);
-        if (state_read) return;
-        state_read = true;
-    }
-    // what the auto split learned in an earlier run: only where it decides (a fixed share overrides everything)
-    if (!cfg.planner_state.empty() && cfg.npu_share < 0.0) {
-        const std::string id = planner_file_identity(*this, threads), path = planner_file_path(cfg.planner_state, id);
-        if (!path.empty()) planner_file_read(planner, path, id);
-    }
+    if (state_read.exchange(true)) return;   // what an earlier run learned: read once, at the first prompt
+    std::string id;
+    const std::string path = planner_state_file(threads, &id);
+    if (!path.empty()) planner_file_read(planner, path, id);
 }
 
 void device_state::keep_planner_state(int threads) {
-    if (!cfg.planner_state.empty() && cfg.npu_share < 0.0 && !device_workers.empty()) {
-        const std::string id = planner_file_identity(*this, threads), path = planner_file_path(cfg.planner_state, id);
-        if (!path.empty()) planner_file_write(planner, path, id);
-    }
+    std::string id;
+    const std::string path = planner_state_file(threads, &id);
+    if (!path.empty()) planner_file_write(planner, path, id);
 }
 
 ggml_backend_dev_t device_state::cpu_device() {

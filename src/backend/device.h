@@ -9,6 +9,7 @@
 
 #include "ggml-backend.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -68,7 +69,9 @@ struct device_state {
     ggml_backend_buffer_type_t repack  = nullptr;
     bool                       repack_looked_up = false;
     std::set<std::string>      logged;
-    bool                       state_read = false;
+    std::atomic<bool>          state_read{ false };
+
+    std::string planner_state_file(int threads, std::string * identity) const;
 };
 
 }  // namespace xdna

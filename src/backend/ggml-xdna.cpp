@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 #include <memory>
 
 using namespace xdna;
@@ -50,6 +51,15 @@ static const char * ggml_backend_xdna_get_name(ggml_backend_t) {
     return "XDNA";
 }
 
+// What the planner learned over the process so far: its summary, then one line per shape (for the debug log and the
+// report file alike)
+static std::vector<std::string> ggml_backend_xdna_planner_lines() {
+    const split_planner & planner = xdna_state().planner;
+    std::vector<std::string> lines = { "planner: " + planner.summary() };
+    for (const std::string & l : planner.shape_report()) lines.push_back("planner: " + l);
+    return lines;
+}
+
 static void ggml_backend_xdna_free(ggml_backend_t backend) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     if (!ctx->engine->idle()) {
@@ -60,11 +70,9 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
         if (!report.empty()) {
             // llama.cpp's logger can lose its last lines at exit: scripts read the summary from this file
             if (FILE * f = fopen(report.c_str(), "a")) {
-                // what the planner learned, per shape, for whoever reads why auto chose what it did; then the summary,
-                // last, where scripts read it
-                device_state & st = xdna_state();
-                fprintf(f, "planner: %s\n", st.planner.summary().c_str());
-                for (const std::string & l : st.planner.shape_report()) fprintf(f, "planner: %s\n", l.c_str());
+                // what the planner learned, for whoever reads why auto chose what it did; then the summary, last,
+                // where scripts read it
+                for (const std::string & l : ggml_backend_xdna_planner_lines()) fprintf(f, "%s\n", l.c_str());
                 fprintf(f, "ggml-xdna: %s\n", line.c_str());
                 fclose(f);
             } else {
@@ -75,10 +83,7 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
     delete ctx;
     delete backend;
     if (get_config().debug) {
-        // what the planner learned, per shape, over the process so far
-        device_state & st = xdna_state();
-        XDNA_LOG_SUMMARY("planner: %s", st.planner.summary().c_str());
-        for (const std::string & line : st.planner.shape_report()) XDNA_LOG_SUMMARY("planner: %s", line.c_str());
+        for (const std::string & l : ggml_backend_xdna_planner_lines()) XDNA_LOG_SUMMARY("%s", l.c_str());
     }
 }
 

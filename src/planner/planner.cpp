@@ -13,6 +13,16 @@ namespace {
 
 constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
 
+// A back-off: due once `skipped` reaches `gap` (at least `every`) multiplies, or `now`; each time it is due the gap
+// doubles, up to `max_every`.
+bool backoff_due(int64_t & skipped, int64_t & gap, int64_t every, int64_t max_every, bool now = false) {
+    gap = std::max(gap, every);
+    if (!now && ++skipped < gap) return false;
+    skipped = 0;
+    gap = std::min(2 * gap, std::max(max_every, every));
+    return true;
+}
+
 int64_t round_down(int64_t v, int64_t a) { return a > 1 ? v / a * a : v; }
 int64_t round_up(int64_t v, int64_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
 int64_t lcm_of(int64_t a, int64_t b) { return std::lcm(std::max<int64_t>(a, 1), std::max<int64_t>(b, 1)); }
@@ -206,11 +216,9 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     if (r == 0) {
         // dropped out: one block again after `reprobe_every` multiplies, then after twice as many each time the
         // NPU stays out, up to `reprobe_max_every` (a block on a slow NPU can cost several times the multiply)
-        if (st.reprobe_gap < opts.reprobe_every) st.reprobe_gap = opts.reprobe_every;
         // (at once when the CPU next to it was just measured far faster than its model says: a second reading decides)
-        if (st.model[CPU].doubted() || ++st.npu_skipped >= st.reprobe_gap) {
-            st.npu_skipped = 0;
-            st.reprobe_gap = std::max<int64_t>(opts.reprobe_every, std::min<int64_t>(2 * st.reprobe_gap, opts.reprobe_max_every));
+        if (backoff_due(st.npu_skipped, st.reprobe_gap, opts.reprobe_every, opts.reprobe_max_every,
+                        st.model[CPU].doubted())) {
             n_reprobes++;
             why = plan_reason::reprobe;
             return probe;
@@ -225,12 +233,10 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         why = plan_reason::reprobe;
         return 0;
     }
-    if (has_cpu && !has_gpu && ++st.alone_skipped >= std::max<int64_t>(st.alone_gap, opts.alone_every)) {
+    if (has_cpu && !has_gpu && backoff_due(st.alone_skipped, st.alone_gap, opts.alone_every, opts.alone_max_every)) {
         // The CPU alone again now and then: the NPU's share is judged against it, and it was measured early (during
         // the first prompt, beside weights being converted and pages touched for the first time) or seeded from
         // another shape. Two readings far below the old ones replace them (report).
-        st.alone_skipped = 0;
-        st.alone_gap = std::min<int64_t>(2 * std::max<int64_t>(st.alone_gap, opts.alone_every), opts.alone_max_every);
         n_alone++;
         why = plan_reason::reprobe;
         return 0;

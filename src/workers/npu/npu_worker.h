@@ -5,9 +5,10 @@
 // activations (tokens x one K block) is converted to bf16 (or int8 with one scale per token) when the first launch
 // that reads it is prepared, straight into an NPU buffer, and read in place by every launch that needs it. Three
 // slots (two under a tight locked-memory limit), each with a run in flight, let the host take one block's result and
-// prepare the next launch while the NPU computes, the engine's thread lent to take half of each result (help()); partial sums over K blocks are added in f32 straight into the worker's rows of the result, int8 scales
-// applied. Weights come from the converted-weight cache, held in NPU buffers and read in place (resident_weight.h),
-// or are converted for the call when they do not fit it (then copied into the slots block by block).
+// prepare the next launch while the NPU computes, the engine's thread lent to take half of each result (help());
+// partial sums over K blocks are added in f32 straight into the worker's rows of the result, int8 scales applied.
+// Weights come from the converted-weight cache, held in NPU buffers and read in place (resident_weight.h), or are
+// converted for the call when they do not fit it (then copied into the slots block by block).
 //
 // A failed or timed-out run, or a block with NaN/Inf in its output, fails the call: the engine recomputes the rows on
 // the CPU. After repeated failures the worker switches itself off for the process.
