@@ -53,13 +53,18 @@ void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std:
     pw.push_back({ worker_kind::cpu, cpu.row_align(m) });
 }
 
+// Whether the NPU takes rows of the multiply (the last range is the CPU's).
+static bool npu_takes_rows(const std::vector<worker *> & ws, const std::vector<row_range> & rows) {
+    bool npu = false;
+    for (size_t i = 0; i + 1 < ws.size(); ++i) npu = npu || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
+    return npu;
+}
+
 // The CPU's part, on this thread while the device workers run: its own rows, then, of a MUL_MAT_ID, the rows of the
 // NPU's range for the experts the planner gave the CPU whole.
 work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                                      const std::vector<row_range> & rows) {
-    bool npu_along = false;
-    for (size_t i = 0; i + 1 < ws.size(); ++i) npu_along = npu_along || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
-    cpu.leave_a_core(npu_along);
+    cpu.leave_a_core(npu_takes_rows(ws, rows));
     work_result r;
     {
         trace::scope ts("cpu rows", own.size());
@@ -94,6 +99,13 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     // delays them more than it saves the NPU (-t 8, 16 cores, emulated NPU: NPU alone +9-12%, share 0.5 -3 to -11%).
     if (cpu_convert && rows.back().empty()) {
         m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b) { return cpu.convert_bf16(m.node->src[1], b); };
+    }
+
+    // A device worker's one-time work (the NPU converting a weight it meets for the first time) is shared by the CPU
+    // worker's threads before the devices start, where there are several: one thread alone does it better beside the
+    // CPU's rows.
+    if (cpu.threads() > 1) {
+        m.on_cpu_threads = [this](const std::function<void(int, int)> & fn) { return cpu.run_on_threads(fn); };
     }
 
     // start the device workers, then do the CPU's part here, then collect
@@ -138,6 +150,12 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         const work_result redo = cpu.compute(m, rows[i]);
         if (!redo.ok()) return redo.status;
     }
+    // A CPU team cut short for the NPU's host thread is made whole again now, and what that costs is learned as part
+    // of the price of the NPU's rows: at -t 16 of 16 cores it cost llama.cpp's next op the start of a thread, which
+    // nobody measured (the CPU worker one thread short on every multiply: 808 prompt tokens/s against 1,026), and auto
+    // then gave the NPU rows that saved less than that.
+    const double regroup_s = cpu.regroup();
+    if (npu_takes_rows(ws, rows) && !rows[n_dev].empty()) planner.report_regroup(m.key, regroup_s);
     // The CPU's time is learned unless a device worker converted a weight beside it: that one-time burst takes a core
     // the CPU's threads then wait for (-t 16 of 16 cores, the first prompt: 768 rows in 20 ms instead of 0.9), and the
     // first measurements of a shape would seed every other shape with it.

@@ -78,6 +78,11 @@ class split_planner {
     void report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok = true,
                 double fixed_s = -1.0);
 
+    // The CPU worker's team, cut one thread short while the NPU took rows beside it, was made whole again after the
+    // multiply in `seconds` (cpu_worker::regroup; 0 where it was not cut). A split that gives the NPU part of the rows
+    // costs that much more than its workers' times say.
+    void report_regroup(const shape_key & key, double seconds);
+
     // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
     // seconds it reported. For the end of a run (or whenever asked).
     std::string summary() const;
@@ -115,6 +120,8 @@ class split_planner {
         // 1,004 with the NPU at 82% of the rows). Learned with x = 1: its slope is the time of all rows.
         cost_model    npu_whole;
         int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
+        // What a split with the NPU costs after its workers are done (report_regroup), learned with x = 1
+        cost_model    cpu_regroup;
         // Seeded from the other shapes (seed_from_others) while it is young: the CPU alone, measured once per
         // process, is not measured again for this shape (seeded_alone); seed_done once it has its own measurements.
         bool          seeded_alone = false, seed_done = false;

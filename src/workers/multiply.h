@@ -92,6 +92,10 @@ struct bf16_block {
 // (those threads are about to compute the CPU's rows, or idle while the device computes everything): converting
 // activations to bf16, which one host thread would otherwise do while the device waits. False: not done.
 using bf16_converter = std::function<bool(const std::vector<bf16_block> &)>;
+// Runs fn(ith, nth) for ith = 0..nth-1 on the CPU worker's threads, on the calling thread, before the devices start;
+// false: not run. For a device worker's one-time work that one host thread would do on the multiply's path (the
+// NPU's first use of a weight: its conversion).
+using cpu_parallel = std::function<bool(const std::function<void(int ith, int nth)> &)>;
 
 struct multiply {
     const ggml_tensor * node     = nullptr;
@@ -104,6 +108,7 @@ struct multiply {
     std::vector<uint8_t> cpu_expert;
     npu_block           npu;
     bf16_converter      convert_bf16;       // empty: not offered (a worker on its own converts on its own thread)
+    cpu_parallel        on_cpu_threads;     // empty: not offered
 
     bool is_id() const { return node->op == GGML_OP_MUL_MAT_ID; }
     bool on_cpu(int64_t expert) const { return !cpu_expert.empty() && cpu_expert[expert]; }

@@ -105,6 +105,8 @@ class simulation {
 
     // multiplier of worker `kind`'s time at call `call` (1-based): forced outliers
     std::function<double(int64_t call, worker_kind kind)> outlier;
+    // after a split in which the NPU took rows beside the CPU: the CPU's team made whole again (report_regroup)
+    double regroup_s = 0.0;
 
     sim_result step() {
         calls++;
@@ -127,6 +129,10 @@ class simulation {
             const double fixed = workers[i].reports_fixed ? workers[i].fixed_s * measured / t : -1.0;
             planner.report(key, workers[i].kind, rows, measured, true, fixed);
         }
+        if (split_beside_cpu(r.ranges)) {
+            r.makespan += regroup_s;
+            planner.report_regroup(key, regroup_s * (noise > 0.0 ? u(rng) : 1.0));
+        }
         return r;
     }
 
@@ -135,7 +141,17 @@ class simulation {
         double m = 0.0;
         const bool npu_along = npu_rows_in(ranges) > 0;
         for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, time_of(i, ranges[i].size(), npu_along));
-        return m;
+        return m + (split_beside_cpu(ranges) ? regroup_s : 0.0);
+    }
+
+    // the NPU and the CPU both have rows
+    bool split_beside_cpu(const std::vector<row_range> & ranges) const {
+        bool npu = false, cpu = false;
+        for (size_t i = 0; i < workers.size(); ++i) {
+            npu = npu || (workers[i].kind == worker_kind::npu && !ranges[i].empty());
+            cpu = cpu || (workers[i].kind == worker_kind::cpu && !ranges[i].empty());
+        }
+        return npu && cpu;
     }
 
     // worker i's noise-free time for `rows` of this multiply
@@ -164,9 +180,13 @@ class simulation {
         for (int64_t r : w[0] ? cands : std::vector<int64_t>{ 0 }) {
             npu_r = r;
             const int64_t left = n - r;
-            if (!w[1]) { best = std::min(best, std::max(t(w[0], r), t(w[2], left))); continue; }
+            if (!w[1]) {
+                best = std::min(best, std::max(t(w[0], r), t(w[2], left)) + (r > 0 && left > 0 ? regroup_s : 0.0));
+                continue;
+            }
             for (int64_t g = 0; g <= left; g = (g + a_rest > left && g < left) ? left : g + a_rest) {
-                best = std::min(best, std::max({ t(w[0], r), t(w[1], g), t(w[2], left - g) }));
+                const double regroup = r > 0 && left - g > 0 ? regroup_s : 0.0;
+                best = std::min(best, std::max({ t(w[0], r), t(w[1], g), t(w[2], left - g) }) + regroup);
                 if (g == left) break;
             }
         }

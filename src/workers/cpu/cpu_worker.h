@@ -9,6 +9,7 @@
 
 #include "ggml-backend.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -38,6 +39,10 @@ class cpu_worker final : public worker {
     // to nearest even), on its threads: one copy node per block, one graph. For a device worker (multiply.h).
     bool convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks);
 
+    // Runs fn(ith, nth) for every thread of its team, as one graph (a custom op), on the calling thread: host work
+    // of another worker's that its threads share (multiply.h, cpu_parallel).
+    bool run_on_threads(const std::function<void(int ith, int nth)> & fn);
+
     void set_n_threads(int n_threads);
     int  threads() const;   // what it computes with (set_n_threads, or GGML_XDNA_THREADS)
     // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
@@ -48,6 +53,11 @@ class cpu_worker final : public worker {
     // Whether its last graph left a core free: its threads, spinning a while after a graph in the OpenMP runtime,
     // then leave the calling thread a core of its own to spin on (worker::help) beside the NPU worker's thread.
     bool core_to_spare();
+    // After a graph computed one thread short (leave_a_core), a trivial graph with the whole team: the OpenMP
+    // runtime ends the thread a smaller team leaves over and starts one again for the next team of full size, and
+    // that start is paid here, where the planner sees it, instead of in llama.cpp's next op. Its seconds (0 where the
+    // last team was whole: nothing to do).
+    double regroup();
     void set_abort_callback(ggml_abort_callback cb, void * data);
 
   private:

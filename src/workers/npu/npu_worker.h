@@ -84,6 +84,7 @@ class npu_worker final : public async_worker {
     void run_pipeline(call & c);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const block & bl);
+    void convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
     void take_result(call & c, slot & s, int64_t i);
     bool take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end);
     void note_failure(const std::string & why);

@@ -5,25 +5,66 @@
 
 #include "ggml-backend.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 namespace xdna::npu {
 
-bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, weight_format fmt,
-                         int64_t ld, converted_weight & out, std::string * err) {
+namespace {
+
+// `out` sized for `rows` rows of `w` in `fmt`, row stride ld
+void size_weight(const ggml_tensor * w, int64_t rows, weight_format fmt, int64_t ld, converted_weight & out) {
     out.format = fmt;
-    out.rows   = r1 - r0;
+    out.rows   = rows;
     out.k      = w->ne[0];
     out.ld     = ld;
     if (fmt == weight_format::bf16) {
-        out.bf16.resize(size_t(out.rows) * ld);
-        return xdna_weight_to_bf16(w, expert, r0, r1, (ggml_bf16_t *) out.bf16.data(), ld, err);
+        out.bf16.resize(size_t(rows) * ld);
+        return;
     }
     out.groups = xdna_w8_groups(ld);
-    out.i8.resize(size_t(out.rows) * ld);
-    out.scales.assign(size_t(out.rows) * out.groups, 0.0f);
-    return xdna_weight_to_int8(w, expert, r0, r1, out.i8.data(), ld, out.scales.data(), out.groups, err);
+    out.i8.resize(size_t(rows) * ld);
+    out.scales.assign(size_t(rows) * out.groups, 0.0f);
+}
+
+// rows [r0, r1) of `w` into `out` (sized) from its row `at` on
+bool convert_rows_into(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, converted_weight & out, int64_t at,
+                       std::string * err) {
+    if (out.format == weight_format::bf16) {
+        return xdna_weight_to_bf16(w, expert, r0, r1, (ggml_bf16_t *) out.bf16.data() + at * out.ld, out.ld, err);
+    }
+    return xdna_weight_to_int8(w, expert, r0, r1, out.i8.data() + at * out.ld, out.ld, out.scales.data() + at * out.groups,
+                               out.groups, err);
+}
+
+// the whole weight, in slices of whole 8-row groups on the runner's threads; false with `err` if a slice failed or
+// the runner did not run (then nothing is known of `out`)
+bool convert_in_parallel(const ggml_tensor * w, int64_t expert, converted_weight & out, const parallel_runner & par,
+                         std::string * err) {
+    std::mutex mu;
+    bool ok = true;
+    const bool ran = par([&](int ith, int nth) {
+        const int64_t groups = (out.rows + 7) / 8, per = (groups + nth - 1) / nth;
+        const int64_t r0 = std::min(out.rows, ith * per * 8), r1 = std::min(out.rows, (ith + 1) * per * 8);
+        if (r0 >= r1) return;
+        std::string why;
+        if (convert_rows_into(w, expert, r0, r1, out, r0, &why)) return;
+        std::lock_guard<std::mutex> lock(mu);
+        if (ok && err) *err = why;
+        ok = false;
+    });
+    if (!ran && err) *err = "the CPU worker's threads could not run the conversion";
+    return ran && ok;
+}
+
+}  // namespace
+
+bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, weight_format fmt,
+                         int64_t ld, converted_weight & out, std::string * err) {
+    size_weight(w, r1 - r0, fmt, ld, out);
+    return convert_rows_into(w, expert, r0, r1, out, 0, err);
 }
 
 uint64_t weight_fingerprint(const ggml_tensor * w, int64_t expert) {
@@ -87,7 +128,8 @@ bool weight_cache::has_room(size_t bytes) {
 }
 
 std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w, int64_t expert, weight_format fmt,
-                                                          int64_t ld, std::string * err, bool * first_use) {
+                                                          int64_t ld, std::string * err, bool * first_use,
+                                                          const parallel_runner * parallel) {
     if (first_use) *first_use = false;
     if (!cacheable(w)) return nullptr;
     const uint64_t fp = weight_fingerprint(w, expert);
@@ -118,7 +160,12 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
 
     if (first_use) *first_use = true;
     auto data = std::make_shared<converted_weight>();
-    const bool ok = convert_weight_rows(w, expert, 0, w->ne[1], fmt, ld, *data, err);
+    bool ok = false;
+    if (parallel && *parallel) {
+        size_weight(w, w->ne[1], fmt, ld, *data);
+        ok = convert_in_parallel(w, expert, *data, *parallel, err);
+    }
+    if (!ok) ok = convert_weight_rows(w, expert, 0, w->ne[1], fmt, ld, *data, err);   // on this thread (again)
     if (ok && place) place(w, *data);
     {
         std::lock_guard<std::mutex> lock(mtx);
@@ -133,6 +180,14 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
     }
     cv.notify_all();
     return ok ? data : nullptr;
+}
+
+bool weight_cache::cached(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld) const {
+    if (!cacheable(w)) return false;
+    const uint64_t fp = weight_fingerprint(w, expert);
+    std::lock_guard<std::mutex> lock(mtx);
+    auto it = map.find(key{ w->data, expert, (int) fmt, ld });
+    return it != map.end() && it->second->ready && !it->second->failed && it->second->fingerprint == fp;
 }
 
 size_t weight_cache::bytes() const {
