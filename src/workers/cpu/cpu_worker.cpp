@@ -25,7 +25,7 @@ struct cpu_worker::impl {
     int                           n_active    = 0;     // threads the backend computes with now
     int                           n_cores     = 0;     // cores this process may run on
     int                           last_team   = 0;     // threads its last graph ran with
-    float                         regroup_in[16] = {}, regroup_out[16] = {};   // the trivial graph's tensors (regroup)
+    float                         scratch_in[16] = {}, scratch_out[16] = {};   // tensors of regroup's and run_on_threads' graphs
 
     // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
     // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
@@ -145,8 +145,8 @@ double cpu_worker::regroup() {
     // a copy is split over every thread (a graph's team is as large as its widest node asks)
     ggml_tensor * in  = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
     ggml_tensor * out = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
-    in->data  = p->regroup_in;
-    out->data = p->regroup_out;
+    in->data  = p->scratch_in;
+    out->data = p->scratch_out;
     ggml_tensor * cpy = ggml_cpy(p->ctx, in, out);
     cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
@@ -277,11 +277,12 @@ bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_bloc
 bool cpu_worker::run_on_threads(const std::function<void(int ith, int nth)> & fn) {
     ggml_reset(p->ctx);
     ggml_tensor * anchor = ggml_new_tensor_1d(p->ctx, GGML_TYPE_F32, 1);   // a custom op needs a tensor to act on
-    anchor->data = p->regroup_in;
+    anchor->data = p->scratch_in;
     auto run = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * fn) {
         (*static_cast<const std::function<void(int, int)> *>(fn))(ith, nth);
     };
-    ggml_tensor * op = ggml_map_custom1_inplace(p->ctx, anchor, run, GGML_N_TASKS_MAX, const_cast<void *>(static_cast<const void *>(&fn)));
+    void * ud = const_cast<void *>(static_cast<const void *>(&fn));
+    ggml_tensor * op = ggml_map_custom1_inplace(p->ctx, anchor, run, GGML_N_TASKS_MAX, ud);   // every thread runs it
     op->flags |= GGML_TENSOR_FLAG_COMPUTE;
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
     ggml_graph_add_node(g, op);

@@ -41,7 +41,7 @@ bool convert_rows_into(const ggml_tensor * w, int64_t expert, int64_t r0, int64_
 
 // the whole weight, in slices of whole 8-row groups on the runner's threads; false with `err` if a slice failed or
 // the runner did not run (then nothing is known of `out`)
-bool convert_in_parallel(const ggml_tensor * w, int64_t expert, converted_weight & out, const parallel_runner & par,
+bool convert_in_parallel(const ggml_tensor * w, int64_t expert, converted_weight & out, const cpu_parallel & par,
                          std::string * err) {
     std::mutex mu;
     bool ok = true;
@@ -129,7 +129,7 @@ bool weight_cache::has_room(size_t bytes) {
 
 std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w, int64_t expert, weight_format fmt,
                                                           int64_t ld, std::string * err, bool * first_use,
-                                                          const parallel_runner * parallel) {
+                                                          const cpu_parallel * parallel) {
     if (first_use) *first_use = false;
     if (!cacheable(w)) return nullptr;
     const uint64_t fp = weight_fingerprint(w, expert);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ggml.h"
+#include "workers/multiply.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -41,9 +42,6 @@ struct converted_weight {
 bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, weight_format fmt,
                          int64_t ld, converted_weight & out, std::string * err);
 
-// Runs fn(ith, nth) for ith = 0..nth-1, on threads it has (the CPU worker's: multiply.h, cpu_parallel); false: not run.
-using parallel_runner = std::function<bool(const std::function<void(int ith, int nth)> &)>;
-
 class weight_cache {
   public:
     explicit weight_cache(size_t budget_bytes, size_t headroom_bytes = size_t(2) << 30);
@@ -56,7 +54,7 @@ class weight_cache {
     // Q4_0 weight in ~10 ms); without it, or where it does not run, the calling thread converts it.
     std::shared_ptr<const converted_weight> get(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld,
                                                 std::string * err, bool * first_use = nullptr,
-                                                const parallel_runner * parallel = nullptr);
+                                                const cpu_parallel * parallel = nullptr);
 
     // Whether the weight is converted and ready (its bytes unchanged), without converting it.
     bool cached(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld) const;
