@@ -9,6 +9,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -275,18 +276,29 @@ bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_bloc
 }
 
 bool cpu_worker::run_on_threads(const std::function<void(int ith, int nth)> & fn) {
+    // The team's hand-offs are libgomp's, which ThreadSanitizer cannot see (and C++ does not promise): what the caller
+    // wrote before is published to fn's threads, and what they wrote to the caller after, through atomics as well.
+    struct job {
+        const std::function<void(int, int)> * fn;
+        std::atomic<int> go{ 0 }, done{ 0 };
+    } j{ &fn };
+    j.go.store(1, std::memory_order_release);
     ggml_reset(p->ctx);
     ggml_tensor * anchor = ggml_new_tensor_1d(p->ctx, GGML_TYPE_F32, 1);   // a custom op needs a tensor to act on
     anchor->data = p->scratch_in;
-    auto run = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * fn) {
-        (*static_cast<const std::function<void(int, int)> *>(fn))(ith, nth);
+    auto run = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * ud) {
+        job * j = static_cast<job *>(ud);
+        (void) j->go.load(std::memory_order_acquire);
+        (*j->fn)(ith, nth);
+        j->done.fetch_add(1, std::memory_order_release);
     };
-    void * ud = const_cast<void *>(static_cast<const void *>(&fn));
-    ggml_tensor * op = ggml_map_custom1_inplace(p->ctx, anchor, run, GGML_N_TASKS_MAX, ud);   // every thread runs it
+    ggml_tensor * op = ggml_map_custom1_inplace(p->ctx, anchor, run, GGML_N_TASKS_MAX, &j);   // every thread runs it
     op->flags |= GGML_TENSOR_FLAG_COMPUTE;
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
     ggml_graph_add_node(g, op);
-    return p->compute(g) == GGML_STATUS_SUCCESS;
+    const bool ok = p->compute(g) == GGML_STATUS_SUCCESS;
+    (void) j.done.load(std::memory_order_acquire);
+    return ok;
 }
 
 void cpu_worker::begin(const multiply & m, row_range rows) {
