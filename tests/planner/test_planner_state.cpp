@@ -12,6 +12,19 @@
 
 using namespace xdna_test;
 
+namespace {
+
+// 30 multiplies of one shape next to an NPU 3x the CPU's speed, learned into `p`; the simulation (its key)
+simulation learned_fast_npu(split_planner & p) {
+    sim_worker npu = sim_npu(3.0, true, true);
+    npu.reports_fixed = true;
+    simulation a(p, { npu, sim_cpu() }, 1024, 3072, 0.05, 1);
+    for (int i = 0; i < 30; ++i) a.step();
+    return a;
+}
+
+}  // namespace
+
 TEST(cost_model_state, a_model_saved_and_loaded_predicts_the_same) {
     cost_model m;
     m.set_prior(1e-3, 2e-6, true);
@@ -68,11 +81,8 @@ TEST(planner_state, a_planner_that_reads_the_state_plans_as_the_one_that_wrote_i
 }
 
 TEST(planner_state, a_text_it_did_not_write_changes_nothing) {
-    sim_worker npu = sim_npu(3.0, true, true);
-    npu.reports_fixed = true;
     split_planner p{ planner_options{} };
-    simulation a(p, { npu, sim_cpu() }, 1024, 3072, 0.05, 1);
-    for (int i = 0; i < 30; ++i) a.step();
+    const simulation a = learned_fast_npu(p);
     const std::string good = p.save_state();
     for (const std::string & bad : { std::string("hello\n"), good + "shape 1 2 3\n", "x" + good,
                                      good.substr(0, good.size() / 2) + "\n" }) {
@@ -87,11 +97,8 @@ TEST(planner_state, a_text_it_did_not_write_changes_nothing) {
 // The file (backend/planner_file.cpp): read back under the identity it was written with; under another one (another
 // machine, build, NPU, kernel set or thread count), or when it is not a state file at all, nothing is read.
 TEST(planner_file, read_only_under_the_identity_it_was_written_with) {
-    sim_worker npu = sim_npu(3.0, true, true);
-    npu.reports_fixed = true;
     split_planner p{ planner_options{} };
-    simulation a(p, { npu, sim_cpu() }, 1024, 3072, 0.05, 1);
-    for (int i = 0; i < 30; ++i) a.step();
+    const simulation a = learned_fast_npu(p);
     const std::string path = testing::TempDir() + "planner-state-test.txt";
     std::remove(path.c_str());
 

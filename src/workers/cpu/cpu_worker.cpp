@@ -126,13 +126,24 @@ bool cpu_worker::core_to_spare() {
     return p->last_team > 0 && p->last_team < p->n_cores;
 }
 
-void cpu_worker::leave_a_core(bool yes) {
-    const int policy = get_config().npu_host_core;
-    if (!p->openmp || !p->set_threads || policy == 0) return;
-    p->count_cores();
+int cpu_worker::threads_beside_npu(int policy, int threads, int cores) {
     // auto: from 4 cores; with 2, one core given up costs the CPU half its speed, more than the stalls (measured)
-    const bool worth_it = policy > 0 || p->n_cores >= 4;
-    const int want = yes && worth_it && p->n_threads >= p->n_cores && p->n_threads > 1 ? p->n_threads - 1 : p->n_threads;
+    const bool worth_it = policy > 0 || (policy < 0 && cores >= 4);
+    return worth_it && threads >= cores && threads > 1 ? threads - 1 : threads;
+}
+
+bool cpu_worker::npu_costs_a_thread() {
+    if (!p->openmp || !p->set_threads) return false;   // a team's size is fixed without OpenMP
+    p->count_cores();
+    return threads_beside_npu(get_config().npu_host_core, p->n_threads, p->n_cores) < p->n_threads;
+}
+
+bool cpu_worker::npu_costs_a_thread_by_default() {
+    return get_config().npu_host_core < 0 && npu_costs_a_thread();
+}
+
+void cpu_worker::leave_a_core(bool yes) {
+    const int want = yes && npu_costs_a_thread() ? p->n_threads - 1 : p->n_threads;
     if (want == p->n_active) return;
     p->n_active = want;
     p->set_threads(p->backend, want);
