@@ -231,16 +231,13 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     }
     st.npu_skipped = 0;
     st.reprobe_gap = opts.reprobe_every;
-    if (has_cpu && !has_gpu && st.cpu_alone.doubted()) {
-        // the CPU alone was just measured far faster than its model says: a second reading at once decides (report)
-        n_alone++;
-        why = plan_reason::reprobe;
-        return 0;
-    }
-    if (has_cpu && !has_gpu && backoff_due(st.alone_skipped, st.alone_gap, opts.alone_every, opts.alone_max_every)) {
+    if (has_cpu && !has_gpu &&
+        (st.cpu_alone.doubted() ||
+         backoff_due(st.alone_skipped, st.alone_gap, opts.alone_every, opts.alone_max_every))) {
         // The CPU alone again now and then: the NPU's share is judged against it, and it was measured early (during
         // the first prompt, beside weights being converted and pages touched for the first time) or seeded from
-        // another shape. Two readings far below the old ones replace them (report).
+        // another shape. Two readings far below the old ones replace them (report); after the first of them, a
+        // second reading at once decides.
         n_alone++;
         why = plan_reason::reprobe;
         return 0;
