@@ -138,7 +138,7 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
 npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
     : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8) {
     for (auto & s : slots) s.reset(new slot);
-    weights.set_placer([this](const ggml_tensor * w, converted_weight & cw) { place_weight(w, cw); });
+    weights.set_placer([this](const ggml_tensor * w, const converted_weight & cw) { return place_weight(w, cw); });
     start_thread();
 }
 
@@ -314,19 +314,22 @@ void npu_worker::load_designs() {
     }
 }
 
-void npu_worker::place_weight(const ggml_tensor * w, converted_weight & cw) {
+std::shared_ptr<resident_weight> npu_worker::place_weight(const ggml_tensor * w, const converted_weight & cw) {
     const npu_design * d = design_for(w);
-    if (!d || d->kernels.empty() || !resident_ok.load()) return;
+    if (!d || d->kernels.empty() || !resident_ok.load() || d->k <= 0 || cw.ld % d->k != 0) return nullptr;
     int64_t max_rows = 0;   // the largest block's rows: zero rows after the last panel, up to a whole such block
     for (int idx : d->kernels) max_rows = std::max<int64_t>(max_rows, rt->manifest().kernels()[idx].rows);
     const int64_t tail = (max_rows - cw.rows % max_rows) % max_rows;
+    const size_t elem = cw.format == weight_format::bf16 ? 2 : 1;
     std::string why;
-    if (make_resident(*rt, rt->manifest().kernels()[d->kernels[0]], d->k, tail, cw, &why)) return;
+    auto r = alloc_resident(*rt, rt->manifest().kernels()[d->kernels[0]], d->k, cw.rows, cw.ld / d->k, elem, tail, &why);
+    if (r) return r;
     if (resident_ok.exchange(false)) {
         XDNA_LOG_WARN("NPU weights from here on stay in ordinary memory and are copied to the NPU block by block, which "
                       "costs host time (%s); raise the locked-memory limit (ulimit -l) to keep them in NPU buffers",
                       why.c_str());
     }
+    return nullptr;
 }
 
 void npu_worker::reserve_slots(const npu_kernel & kn) {

@@ -88,7 +88,8 @@ class npu_worker final : public async_worker {
     void take_result(call & c, slot & s, int64_t i);
     bool take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end);
     void note_failure(const std::string & why);
-    void place_weight(const ggml_tensor * w, npu::converted_weight & cw);   // the cache's placer: into an NPU buffer
+    // the cache's placer: an NPU buffer for a weight
+    std::shared_ptr<npu::resident_weight> place_weight(const ggml_tensor * w, const npu::converted_weight & cw);
     void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
     bool reserve_arena(const npu_kernel & kn, size_t bytes);   // false: no bigger buffer to be had (it keeps its own)
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace xdna::npu {
 
@@ -15,49 +14,45 @@ npu_buffer * resident_weight::block(int64_t row, int64_t n, int64_t panel) {
     return &it->second;
 }
 
-bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t tail_rows, converted_weight & cw,
-                   std::string * why) {
-    if (kb <= 0 || cw.ld % kb != 0 || cw.rows <= 0) {
-        if (why) *why = "the weight's row length is not a whole number of K blocks";
+bool resident_weight::store_rows(int64_t r0, int64_t n, const uint8_t * src, int64_t ld, std::string * why) {
+    const size_t row_bytes = size_t(kb) * elem;
+    for (int64_t p = 0; p < panels; ++p) {
+        uint8_t * dst = static_cast<uint8_t *>(buf.data()) + (size_t(p) * rows + r0) * row_bytes;
+        if (dst == src) continue;   // written in place
+        for (int64_t r = 0; r < n; ++r) memcpy(dst + size_t(r) * row_bytes, src + (size_t(r) * ld + p * kb) * elem, row_bytes);
+    }
+    try {
+        for (int64_t p = 0; p < panels; ++p) buf.sync_to_device(size_t(n) * row_bytes, (size_t(p) * rows + r0) * row_bytes);
+    } catch (const std::exception & e) {
+        if (why) *why = e.what();
         return false;
+    }
+    return true;
+}
+
+std::shared_ptr<resident_weight> alloc_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t rows,
+                                                int64_t panels, size_t elem, int64_t tail_rows, std::string * why) {
+    if (kb <= 0 || rows <= 0 || panels <= 0) {
+        if (why) *why = "a weight without rows or K blocks";
+        return nullptr;
     }
     auto r = std::make_shared<resident_weight>();
-    r->rows   = cw.rows;
+    r->rows   = rows;
     r->kb     = kb;
-    r->panels = cw.ld / kb;
-    r->elem   = cw.format == weight_format::bf16 ? 2 : 1;
-    const size_t bytes = size_t(cw.rows) * cw.ld * r->elem;
+    r->panels = panels;
+    r->elem   = elem;
+    const size_t bytes = size_t(rows) * panels * kb * elem;
     try {
-        r->buf = rt.alloc(k, npu_arg::b, bytes + size_t(std::max<int64_t>(tail_rows, 0)) * kb * r->elem);
-    } catch (const std::exception & e) {
-        if (why) *why = e.what();
-        return false;
-    }
-    const uint8_t * src = cw.format == weight_format::bf16 ? (const uint8_t *) cw.bf16.data() : (const uint8_t *) cw.i8.data();
-    uint8_t * dst = r->buf.as<uint8_t>();
-    const size_t row_bytes = size_t(kb) * r->elem;
-    memset(dst + bytes, 0, r->buf.size() - bytes);
-    if (r->panels == 1) {
-        memcpy(dst, src, bytes);
-    } else {
-        for (int64_t p = 0; p < r->panels; ++p) {
-            for (int64_t row = 0; row < cw.rows; ++row) {
-                memcpy(dst + (size_t(p) * cw.rows + row) * row_bytes, src + (size_t(row) * cw.ld + p * kb) * r->elem,
-                       row_bytes);
-            }
+        r->buf = rt.alloc(k, npu_arg::b, bytes + size_t(std::max<int64_t>(tail_rows, 0)) * kb * elem);
+        if (r->buf.size() > bytes) {
+            memset(r->buf.as<uint8_t>() + bytes, 0, r->buf.size() - bytes);
+            r->buf.sync_to_device(r->buf.size() - bytes, bytes);
         }
-    }
-    try {
-        r->buf.sync_to_device();
     } catch (const std::exception & e) {
         if (why) *why = e.what();
-        return false;
+        return nullptr;
     }
-    // the buffer's host copy is now the weight: the row-major one goes
-    std::vector<uint16_t>().swap(cw.bf16);
-    std::vector<int8_t>().swap(cw.i8);
-    cw.resident = std::move(r);
-    return true;
+    return r;
 }
 
 }  // namespace xdna::npu

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -32,16 +33,26 @@ struct resident_weight {
         return static_cast<const uint8_t *>(buf.data()) + (size_t(panel) * rows + row) * kb * elem;
     }
 
+    // Where rows from `row` on can be written straight, row-major (a weight of one panel is laid out so); else null.
+    uint8_t * rows_in_place(int64_t row) {
+        return panels == 1 ? static_cast<uint8_t *>(buf.data()) + size_t(row) * kb * elem : nullptr;
+    }
+    // Rows [r0, r0 + n), row-major with a stride of `ld` elements, into their panels (nothing to do for rows written in
+    // place), then those rows of every panel synced. Threads may store disjoint rows at once. False, with why, when
+    // the sync fails.
+    bool store_rows(int64_t r0, int64_t n, const uint8_t * src, int64_t ld, std::string * why);
+
   private:
     std::mutex mu;
     std::map<std::pair<int64_t, int64_t>, npu_buffer> views;   // by (first byte, bytes)
 };
 
-// Moves the converted weight `cw` (rows x ld, row-major) into an NPU buffer allocated for kernel `k`'s B argument,
-// in K panels of kb, followed by `tail_rows` zero rows, syncs it, and releases cw's row-major copy. The tail lets the
-// last panel's last block be read in place when the weight's rows are not a whole number of the largest blocks
-// (an expert of 768 rows read in blocks of 512). False (cw untouched, and why) when the buffer cannot be had.
-bool make_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t tail_rows, converted_weight & cw,
-                   std::string * why);
+// An NPU buffer for a weight of `rows` rows of K panels of kb (`panels` of them, `elem` bytes per weight), allocated
+// for kernel `k`'s B argument and followed by `tail_rows` zero rows; its rows are then written by whoever converts
+// the weight (store_rows). The tail lets the last panel's last block be read in place when the weight's rows are not
+// a whole number of the largest blocks (an expert of 768 rows read in blocks of 512). Null, with why, when the buffer
+// cannot be had.
+std::shared_ptr<resident_weight> alloc_resident(npu_runtime & rt, const npu_kernel & k, int64_t kb, int64_t rows,
+                                                int64_t panels, size_t elem, int64_t tail_rows, std::string * why);
 
 }  // namespace xdna::npu

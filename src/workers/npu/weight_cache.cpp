@@ -1,6 +1,7 @@
 #include "workers/npu/weight_cache.h"
 
 #include "convert/xdna_convert.h"
+#include "workers/npu/resident_weight.h"
 #include "util/log.h"
 
 #include "ggml-backend.h"
@@ -14,29 +15,63 @@ namespace xdna::npu {
 
 namespace {
 
-// `out` sized for `rows` rows of `w` in `fmt`, row stride ld
-void size_weight(const ggml_tensor * w, int64_t rows, weight_format fmt, int64_t ld, converted_weight & out) {
+// `out`'s shape: `rows` rows of `w` in `fmt`, row stride ld, and for int8 its scales (zero); no elements yet
+void shape_weight(const ggml_tensor * w, int64_t rows, weight_format fmt, int64_t ld, converted_weight & out) {
     out.format = fmt;
     out.rows   = rows;
     out.k      = w->ne[0];
     out.ld     = ld;
-    if (fmt == weight_format::bf16) {
-        out.bf16.resize(size_t(rows) * ld);
-        return;
+    if (fmt == weight_format::int8) {
+        out.groups = xdna_w8_groups(ld);
+        out.scales.assign(size_t(rows) * out.groups, 0.0f);
     }
-    out.groups = xdna_w8_groups(ld);
-    out.i8.resize(size_t(rows) * ld);
-    out.scales.assign(size_t(rows) * out.groups, 0.0f);
 }
 
-// rows [r0, r1) of `w` into `out` (sized) from its row `at` on
-bool convert_rows_into(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, converted_weight & out, int64_t at,
-                       std::string * err) {
+// `out`'s elements in its own row-major vectors
+void size_elements(converted_weight & out) {
+    if (out.format == weight_format::bf16) out.bf16.resize(size_t(out.rows) * out.ld);
+    else out.i8.resize(size_t(out.rows) * out.ld);
+}
+
+size_t elem_bytes(const converted_weight & cw) { return cw.format == weight_format::bf16 ? 2 : 1; }
+
+// rows [r0, r1) of `w` into `dst` (row r0 first, stride out.ld) and, for int8, their scales into `out`'s from its
+// row `at` on
+bool convert_rows_to(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, converted_weight & out,
+                     uint8_t * dst, int64_t at, std::string * err) {
     if (out.format == weight_format::bf16) {
-        return xdna_weight_to_bf16(w, expert, r0, r1, (ggml_bf16_t *) out.bf16.data() + at * out.ld, out.ld, err);
+        return xdna_weight_to_bf16(w, expert, r0, r1, (ggml_bf16_t *) dst, out.ld, err);
     }
-    return xdna_weight_to_int8(w, expert, r0, r1, out.i8.data() + at * out.ld, out.ld, out.scales.data() + at * out.groups,
+    return xdna_weight_to_int8(w, expert, r0, r1, (int8_t *) dst, out.ld, out.scales.data() + at * out.groups,
                                out.groups, err);
+}
+
+// Rows [r0, r1) of the weight into their place: its own vectors, or its NPU buffer (straight where that is laid out
+// row-major, else a few rows at a time through `scratch` into its K panels), synced there: on the CPU's threads with
+// the conversion, where one thread used to move a row-major copy into the buffer afterwards (2-CPU VM, two threads,
+// emulated NPU: that move took 7 ms of a 4-layer model's ~8 ms per weight; converting and storing now 0.3-1 ms, and
+// the buffer's allocation, the emulated driver zeroing its pages, the rest).
+bool convert_slice(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, converted_weight & out,
+                   std::vector<uint8_t> & scratch, std::string * err) {
+    const size_t row_bytes = size_t(out.ld) * elem_bytes(out);
+    if (!out.resident) {
+        uint8_t * v = out.format == weight_format::bf16 ? (uint8_t *) out.bf16.data() : (uint8_t *) out.i8.data();
+        return convert_rows_to(w, expert, r0, r1, out, v + size_t(r0) * row_bytes, r0, err);
+    }
+    resident_weight & rw = *out.resident;
+    if (uint8_t * dst = rw.rows_in_place(r0)) {
+        return convert_rows_to(w, expert, r0, r1, out, dst, r0, err) && rw.store_rows(r0, r1 - r0, dst, out.ld, err);
+    }
+    constexpr int64_t chunk = 32;   // whole 8-row groups, a few hundred KiB that stay in the cache
+    scratch.resize(size_t(chunk) * row_bytes);
+    for (int64_t r = r0; r < r1; r += chunk) {
+        const int64_t n = std::min(chunk, r1 - r);
+        if (!convert_rows_to(w, expert, r, r + n, out, scratch.data(), r, err) ||
+            !rw.store_rows(r, n, scratch.data(), out.ld, err)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 // the whole weight, in slices of whole 8-row groups on the runner's threads; false with `err` if a slice failed or
@@ -50,7 +85,8 @@ bool convert_in_parallel(const ggml_tensor * w, int64_t expert, converted_weight
         const int64_t r0 = std::min(out.rows, ith * per * 8), r1 = std::min(out.rows, (ith + 1) * per * 8);
         if (r0 >= r1) return;
         std::string why;
-        if (convert_rows_into(w, expert, r0, r1, out, r0, &why)) return;
+        std::vector<uint8_t> scratch;
+        if (convert_slice(w, expert, r0, r1, out, scratch, &why)) return;
         std::lock_guard<std::mutex> lock(mu);
         if (ok && err) *err = why;
         ok = false;
@@ -63,8 +99,10 @@ bool convert_in_parallel(const ggml_tensor * w, int64_t expert, converted_weight
 
 bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, weight_format fmt,
                          int64_t ld, converted_weight & out, std::string * err) {
-    size_weight(w, r1 - r0, fmt, ld, out);
-    return convert_rows_into(w, expert, r0, r1, out, 0, err);
+    shape_weight(w, r1 - r0, fmt, ld, out);
+    size_elements(out);
+    uint8_t * dst = fmt == weight_format::bf16 ? (uint8_t *) out.bf16.data() : (uint8_t *) out.i8.data();
+    return convert_rows_to(w, expert, r0, r1, out, dst, 0, err);
 }
 
 uint64_t weight_fingerprint(const ggml_tensor * w, int64_t expert) {
@@ -160,13 +198,14 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
 
     if (first_use) *first_use = true;
     auto data = std::make_shared<converted_weight>();
-    bool ok = false;
-    if (parallel && *parallel) {
-        size_weight(w, w->ne[1], fmt, ld, *data);
-        ok = convert_in_parallel(w, expert, *data, *parallel, err);
+    shape_weight(w, w->ne[1], fmt, ld, *data);
+    if (place) data->resident = place(w, *data);   // its NPU buffer, where it can have one
+    if (!data->resident) size_elements(*data);
+    bool ok = parallel && *parallel && convert_in_parallel(w, expert, *data, *parallel, err);
+    if (!ok) {   // on this thread (again)
+        std::vector<uint8_t> scratch;
+        ok = convert_slice(w, expert, 0, data->rows, *data, scratch, err);
     }
-    if (!ok) ok = convert_weight_rows(w, expert, 0, w->ne[1], fmt, ld, *data, err);   // on this thread (again)
-    if (ok && place) place(w, *data);
     {
         std::lock_guard<std::mutex> lock(mtx);
         e->ready = true;

@@ -61,9 +61,10 @@ class weight_cache {
     // True if the weight can be kept at all (model weights only).
     static bool cacheable(const ggml_tensor * w);
 
-    // Called on every weight the cache converts, before anyone sees it: where the NPU worker moves it into an NPU
-    // buffer. Set before the first get().
-    using placer = std::function<void(const ggml_tensor * w, converted_weight & cw)>;
+    // Asked for every weight the cache converts, before converting it: an NPU buffer for its elements (resident_weight.h),
+    // which the conversion then writes and syncs, or null (they stay in the converted_weight's own vectors). `shape`
+    // has the weight's format, rows and ld. Where the NPU worker keeps weights in NPU buffers. Set before the first get().
+    using placer = std::function<std::shared_ptr<resident_weight>(const ggml_tensor * w, const converted_weight & shape)>;
     void set_placer(placer p) { place = std::move(p); }
 
     size_t bytes() const;
