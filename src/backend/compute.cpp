@@ -54,7 +54,8 @@ void compute_engine::participants(multiply & m, bool auto_split, std::vector<wor
         if (npu_out && w->kind() == worker_kind::npu) continue;
         if (!w->accepts(m) || !w->describe(m)) continue;
         ws.push_back(w);
-        pw.push_back({ w->kind(), w->row_align(m), w->kind() == worker_kind::npu ? m.npu.cost : npu_cost_hint{} });
+        const bool npu = w->kind() == worker_kind::npu;
+        pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu.cost : npu_cost_hint{}, !npu || m.npu.weights_ready });
     }
     ws.push_back(&cpu);
     pw.push_back({ worker_kind::cpu, cpu.row_align(m) });

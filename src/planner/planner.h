@@ -12,7 +12,7 @@
 //   other rows in proportion to their speed; a share changes only when the predicted gain exceeds `hysteresis`;
 // - until its model rests on two measurements the NPU keeps one block, and a shape it dropped out of gets one block
 //   again after `reprobe_every` multiplies (then less often while it stays out), so one bad measurement cannot keep
-//   it off for good.
+//   it off for good; a re-probe waits a while for a multiply whose weight the NPU has converted (plan_worker::ready).
 // The planner reads no clock: it is deterministic given its options and the calls made to it (tests drive it with
 // simulated workers on a fake clock). One mutex makes it safe to share between backend instances.
 #pragma once
@@ -38,6 +38,7 @@ struct plan_worker {
     worker_kind   kind;
     int64_t       align = 1;   // row alignment it needs for this multiply
     npu_cost_hint cost  = {};  // NPU only, optional (from m.npu.cost)
+    bool          ready = true;  // NPU only: its weights are converted already (m.npu.weights_ready)
 };
 
 struct planner_options {
@@ -150,12 +151,12 @@ class split_planner {
 
     // auto: the decision (best_npu_rows, then settle's hysteresis), unless a probe must measure something first
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                          plan_reason & why);
+                          bool ready, plan_reason & why);
     double  makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
     int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const;
     void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                              double p, double p_alone, plan_reason & why);
+                              bool ready, double p, double p_alone, plan_reason & why);
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)

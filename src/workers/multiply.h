@@ -79,6 +79,7 @@ struct npu_block {
     int64_t            k_blocks = 0;        // K / the kernel's K block, rounded up
     int64_t            k_padded() const;    // that many K blocks: the converted weights' row stride
     npu_cost_hint      cost;
+    bool               weights_ready = true;   // its weights are converted already: no one-time work before it starts
 };
 
 // A block of a dense multiply's activations to convert to bf16: rows [t0, t0 + rows) of src[1], columns

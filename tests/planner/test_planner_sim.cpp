@@ -242,6 +242,29 @@ TEST(planner_sim, re_probes_of_an_npu_that_stays_out_back_off) {
     }
 }
 
+TEST(planner_sim, a_re_probe_waits_for_a_multiply_whose_weight_the_npu_has_converted) {
+    // 12 layers: the NPU has converted only layer 0's weight (its first probes), so a re-probe of any other layer
+    // would convert one more first. Re-probes wait for layer 0, but never more than their gap again.
+    for (const int64_t layers : { (int64_t) 12, (int64_t) 1000 }) {
+        simulation sim(auto_opts(), { sim_npu(0.02, true, true), sim_cpu() }, 3072);
+        int64_t first_zero = -1, probes = 0, late = 0;
+        for (int64_t c = 1; c <= 600; ++c) {
+            sim.view[0].ready = (c - 1) % layers == 0 || c <= 2;
+            const sim_result r = sim.step();
+            if (r.npu_rows == 0 && first_zero < 0) first_zero = c;
+            if (first_zero < 0 || r.npu_rows == 0) continue;
+            probes++;
+            if (!sim.view[0].ready) late++;
+        }
+        ASSERT_GT(first_zero, 0);
+        printf("[figures] %lld layers, the first converted: %lld re-probes in 600 multiplies, %lld of another layer\n",
+               (long long) layers, (long long) probes, (long long) late);
+        EXPECT_GE(probes, 3) << "a weight never converted must not keep the NPU out for good";
+        if (layers == 12) EXPECT_EQ(late, 0) << "every re-probe on the converted layer";
+        else EXPECT_EQ(late, probes) << "none converted: re-probed anyway, late";
+    }
+}
+
 TEST(planner_sim, the_back_off_makes_re_probes_of_a_slow_npu_cheaper) {
     // an NPU 10x slower than the CPU next to a GPU 3x faster: one block on it costs several times the multiply
     double mean[2];

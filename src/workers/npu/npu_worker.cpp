@@ -304,6 +304,10 @@ bool npu_worker::describe(multiply & m) const {
     m.npu.kernel   = t.kernel;
     m.npu.k_blocks = t.k_blocks;
     m.npu.cost     = cost.hint(*t.kernel, token_blocks * t.k_blocks, activations);
+    // Whether the weight is converted already, so that rows of it cost the NPU no one-time work (counted as so: a
+    // MUL_MAT_ID's, whose experts change from one multiply to the next, and one the cache cannot keep)
+    m.npu.weights_ready = m.is_id() || !weight_cache::cacheable(w) ||
+                          weights.cached(w, 0, w8 ? weight_format::int8 : weight_format::bf16, m.npu.k_padded());
     return true;
 }
 
