@@ -100,7 +100,8 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
     participants(m, planner.options().npu_share < 0.0, ws, pw);
-    const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw);
+    plan_reason why = plan_reason::no_npu;
+    const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);
 
     // When the CPU has no rows of its own, its threads would idle while the devices work: they do a device's
     // preparation before it starts instead (the NPU's activations). Not when it has rows: on its path the conversion
@@ -168,7 +169,12 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     // the CPU's threads then wait for (-t 16 of 16 cores, the first prompt: 768 rows in 20 ms instead of 0.9), and the
     // first measurements of a shape would seed every other shape with it.
     if (!first_use) planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
-    if (trace::on()) trace::add("multiply", t_start, now_seconds(), m.key.rows, std::string(node->name) + ": " + m.key.str());
+    if (trace::on()) {
+        int64_t npu = 0;
+        for (size_t i = 0; i + 1 < ws.size(); ++i) if (ws[i]->kind() == worker_kind::npu) npu = rows[i].size();
+        trace::add("multiply", t_start, now_seconds(), m.key.rows, std::string(node->name) + ": " + m.key.str() +
+                   ": npu " + std::to_string(npu) + " rows (" + plan_reason_name(why) + ")");
+    }
     return GGML_STATUS_SUCCESS;
 }
 

@@ -358,7 +358,8 @@ std::string split_planner::plan_line(const shape_key & key, const shape_state & 
     return line + ")";
 }
 
-std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers) {
+std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers,
+                                           plan_reason * why_out) {
     std::vector<row_range> out(workers.size());
     if (n_rows <= 0) return out;
 
@@ -427,6 +428,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
             if (opts.log || get_config().debug) line = plan_line(key, st, rows, why, has);
         }
     }
+    if (why_out) *why_out = why;
     if (!line.empty()) {
         if (opts.log) opts.log(line);
         else XDNA_LOG_DEBUG("%s", line.c_str());

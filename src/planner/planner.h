@@ -70,8 +70,9 @@ class split_planner {
     void assign_experts(multiply & m) const;
 
     // Row ranges for `workers` (same order) of a multiply with `n_rows` output rows. Every row goes to exactly one
-    // worker. Deterministic given the options and the calls so far.
-    std::vector<row_range> plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers);
+    // worker. Deterministic given the options and the calls so far. `why`, if given, says why the NPU got its rows.
+    std::vector<row_range> plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers,
+                                plan_reason * why = nullptr);
 
     // A worker finished `rows` rows of `key` in `seconds` (ok == false: it failed and the rows were redone elsewhere).
     // `fixed_s` >= 0: the part of `seconds` that the worker measured as not growing with its rows (the NPU's set-up
