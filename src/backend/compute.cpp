@@ -101,6 +101,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     std::vector<plan_worker> pw;
     participants(m, planner.options().npu_share < 0.0, ws, pw);
     plan_reason why = plan_reason::no_npu;
+    const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
     const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);
 
     // When the CPU has no rows of its own, its threads would idle while the devices work: they do a device's
@@ -113,8 +114,12 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     // A device worker's one-time work (the NPU converting a weight it meets for the first time) is shared by the CPU
     // worker's threads before the devices start, where there are several: one thread alone does it better beside the
     // CPU's rows.
+    bool once_on_cpu = false;   // the CPU's threads did such one-time work for a device worker
     if (cpu.threads() > 1) {
-        m.on_cpu_threads = [this](const std::function<void(int, int)> & fn) { return cpu.run_on_threads(fn); };
+        m.on_cpu_threads = [this, &once_on_cpu](const std::function<void(int, int)> & fn) {
+            once_on_cpu = true;
+            return cpu.run_on_threads(fn);
+        };
     }
 
     // start the device workers, then do the CPU's part here, then collect
@@ -169,9 +174,11 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     // the CPU's threads then wait for (-t 16 of 16 cores, the first prompt: 768 rows in 20 ms instead of 0.9), and the
     // first measurements of a shape would seed every other shape with it.
     if (!first_use) planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
+    int64_t npu = 0;
+    for (size_t i = 0; i + 1 < ws.size(); ++i) if (ws[i]->kind() == worker_kind::npu) npu = rows[i].size();
+    // what the multiply cost as a whole, unless one-time work (a weight's first conversion) is in it
+    if (!first_use && !once_on_cpu) planner.report_outcome(m.key, npu, now_seconds() - t_plan);
     if (trace::on()) {
-        int64_t npu = 0;
-        for (size_t i = 0; i + 1 < ws.size(); ++i) if (ws[i]->kind() == worker_kind::npu) npu = rows[i].size();
         trace::add("multiply", t_start, now_seconds(), m.key.rows, std::string(node->name) + ": " + m.key.str() +
                    ": npu " + std::to_string(npu) + " rows (" + plan_reason_name(why) + ")");
     }

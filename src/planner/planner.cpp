@@ -296,8 +296,13 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     }
     why = plan_reason::auto_split;
     settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
-    // the decision, unless something must be measured first
-    return measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, ready, p, p_alone, why);
+    // the decision, unless something must be measured first, or the share was measured slower than the NPU out
+    const int64_t r = measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, ready, p, p_alone, why);
+    if (r > 0 && st.calls < st.out_until) {
+        why = plan_reason::measured_slower;
+        return 0;
+    }
+    return r;
 }
 
 int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
@@ -325,6 +330,7 @@ const char * plan_reason_name(plan_reason r) {
         case plan_reason::probe:          return "probe";
         case plan_reason::reprobe:        return "re-probe";
         case plan_reason::auto_split:     return "auto";
+        case plan_reason::measured_slower: return "auto, kept out: measured slower than without the NPU";
         case plan_reason::fixed_share:    return "fixed NPU share";
         case plan_reason::only_worker:    return "only worker";
         case plan_reason::below_gpu_size: return "below the size at which the NPU joins a GPU";
@@ -501,6 +507,33 @@ void split_planner::report_regroup(const shape_key & key, double seconds) {
     shapes[key].cpu_regroup.add(1.0, std::max(seconds, 1e-9));
 }
 
+void split_planner::report_outcome(const shape_key & key, int64_t npu_rows, double seconds) {
+    if (opts.npu_share >= 0.0 || !(seconds > 0.0) || !std::isfinite(seconds)) return;
+    std::lock_guard<std::mutex> lock(mtx);
+    shape_state & st = shapes[key];
+    if (npu_rows == 0) {
+        st.wall_out.add(seconds);
+        return;
+    }
+    if (npu_rows != st.npu_cur) return;   // a probe of another size, not the share auto settled on
+    if (st.wall_rows != npu_rows) {
+        st.wall_split = wall_window();
+        st.wall_rows  = npu_rows;
+    }
+    st.wall_split.add(seconds);
+    if (st.wall_split.n < opts.outcome_samples || st.wall_out.n < 2 ||
+        st.wall_split.mean() <= st.wall_out.mean() * (1.0 + opts.outcome_margin)) {
+        return;
+    }
+    // Slower than with the NPU out, whatever the models predict (they see each worker, not what the split costs
+    // between and around them): out for a while, twice as long each time it happens again, then measured afresh.
+    st.out_gap   = std::min<int64_t>(std::max<int64_t>(2 * st.out_gap, opts.out_every), std::max(opts.out_max_every, opts.out_every));
+    st.out_until = st.calls + st.out_gap;
+    st.wall_split = wall_window();
+    st.kept_out++;
+    n_kept_out++;
+}
+
 std::string split_planner::summary() const {
     std::lock_guard<std::mutex> lock(mtx);
     char buf[256];
@@ -510,9 +543,10 @@ std::string split_planner::summary() const {
     else snprintf(buf, sizeof(buf), "planner (auto split): ");
     std::string out = buf;
     snprintf(buf, sizeof(buf),
-             "%lld multiplies over %zu shapes, %lld share changes, %lld re-probes, %lld size probes, %lld CPU-alone probes",
+             "%lld multiplies over %zu shapes, %lld share changes, %lld re-probes, %lld size probes, %lld CPU-alone probes, "
+             "%lld shares kept out as measured slower",
              (long long) n_plans, shapes.size(), (long long) changes, (long long) n_reprobes, (long long) n_explores,
-             (long long) n_alone);
+             (long long) n_alone, (long long) n_kept_out);
     out += buf;
     for (int k : { NPU, GPU, CPU }) {
         const totals & t = sums[k];
@@ -548,6 +582,7 @@ std::vector<std::string> split_planner::shape_report() const {
         }
         if (st.cpu_regroup.slope() > 1e-6) l += " regrouping the cpu " + fmt_seconds(st.cpu_regroup.slope()) + ",";
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
+        if (st.kept_out) l += ", kept out " + std::to_string(st.kept_out) + " times as measured slower";
         lines.push_back(std::move(l));
     }
     std::sort(lines.begin(), lines.end());

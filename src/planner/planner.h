@@ -30,7 +30,7 @@
 namespace xdna {
 
 // Why a plan gave the NPU what it did (the decision line says it).
-enum class plan_reason { probe, reprobe, auto_split, fixed_share, only_worker, below_gpu_size, no_npu };
+enum class plan_reason { probe, reprobe, auto_split, measured_slower, fixed_share, only_worker, below_gpu_size, no_npu };
 const char * plan_reason_name(plan_reason r);
 
 // A worker as the planner sees it for one multiply.
@@ -56,6 +56,10 @@ struct planner_options {
     int64_t moe_min_tokens = 16;      // a MUL_MAT_ID's experts with fewer routed tokens go to the CPU whole
     double  gpu_npu_min_gflop = 4.0;  // next to a GPU worker the NPU only joins multiplies of at least this size
     double  cpu_interference = 0.15;  // the CPU next to the NPU and alone are told apart past this relative gap
+    double  outcome_margin = 0.05;    // a share whose multiplies took this much longer on average than with the NPU
+    int     outcome_samples = 8;      // out (over at least this many of them) is kept out for `out_every` multiplies,
+    int     out_every = 64;           // then twice as long each time, up to `out_max_every`
+    int     out_max_every = 1024;
     // Where decision lines go when they change. Empty: the plugin's debug log (shown with GGML_XDNA_DEBUG=1).
     std::function<void(const std::string &)> log;
 };
@@ -85,6 +89,12 @@ class split_planner {
     // costs that much more than its workers' times say.
     void report_regroup(const shape_key & key, double seconds);
 
+    // A multiply of `key`, its NPU on `npu_rows` rows, took `seconds` from its plan to its end: every worker, the waits
+    // between them, the CPU's team made whole again (the engine's clock; without one-time work such as a weight's first
+    // conversion). Auto judges its share by these too, not by its models alone: a share whose multiplies took longer
+    // on average than those with the NPU out is kept out for a while (plan_reason::measured_slower).
+    void report_outcome(const shape_key & key, int64_t npu_rows, double seconds);
+
     // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
     // seconds it reported. For the end of a run (or whenever asked).
     std::string summary() const;
@@ -104,6 +114,17 @@ class split_planner {
     const planner_options & options() const { return opts; }
 
   private:
+    // The mean of the last few wall times (report_outcome). A mean, not the models' trimmed centre: where one multiply
+    // in several waits milliseconds for a core, that wait is a cost of the share, and only the mean carries it (-t 16
+    // of 16 cores, 3,072 x 1,024, NPU emulated at 1,441 GFLOP/s on 1,536 rows: median 2.42 ms, mean 3.50, against 3.10
+    // and 3.18 with the NPU out).
+    struct wall_window {
+        static constexpr int size = 16;
+        double  t[size] = {};
+        int     n = 0, head = 0;
+        void    add(double s) { t[head] = s; head = (head + 1) % size; n = std::min(n + 1, size); }
+        double  mean() const { double m = 0.0; for (int i = 0; i < n; ++i) m += t[i]; return n ? m / n : 0.0; }
+    };
     struct shape_state {
         cost_model    model[3];             // indexed by worker_kind; the CPU's while the NPU works alongside
         // The NPU's fixed part per multiply, when its worker measures it apart (npu_split): model[NPU] then holds only
@@ -144,6 +165,11 @@ class split_planner {
         double        margin      = 0.0;    // the gain a change must promise now (hysteresis, raised on reversals)
         int64_t       stable      = 0;      // multiplies since the last change or margin decay
         int64_t       last[3]     = { -1, -1, -1 };   // rows per worker kind of the last logged plan
+        wall_window   wall_split, wall_out;     // walls at the share auto settled on (wall_rows), and with the NPU out
+        int64_t       wall_rows   = -1;
+        int64_t       out_until   = 0;          // `calls` until which the NPU is kept out (measured slower)
+        int64_t       out_gap     = 0;          // how long that was the last time
+        int64_t       kept_out    = 0;          // times it was
     };
     struct totals {
         int64_t rows = 0, runs = 0, failures = 0;
@@ -175,7 +201,7 @@ class split_planner {
     mutable std::mutex mtx;
     std::unordered_map<shape_key, shape_state, shape_key_hash> shapes;
     totals  sums[3];
-    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0;
+    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0, n_kept_out = 0;
 };
 
 }  // namespace xdna

@@ -107,6 +107,11 @@ class simulation {
     std::function<double(int64_t call, worker_kind kind)> outlier;
     // after a split in which the NPU took rows beside the CPU: the CPU's team made whole again (report_regroup)
     double regroup_s = 0.0;
+    // every `stall_every`-th multiply in which the NPU takes rows beside the CPU also waits `stall_s` (a thread waiting
+    // for a core): a cost of the split that no worker's own time shows, only the multiply's (report_outcome)
+    int64_t stall_every = 0;
+    double  stall_s = 0.0;
+    int64_t splits = 0;
 
     sim_result step() {
         calls++;
@@ -132,7 +137,9 @@ class simulation {
         if (split_beside_cpu(r.ranges)) {
             r.makespan += regroup_s;
             planner.report_regroup(key, regroup_s * (noise > 0.0 ? u(rng) : 1.0));
+            if (stall_every > 0 && ++splits % stall_every == 0) r.makespan += stall_s;
         }
+        planner.report_outcome(key, r.npu_rows, r.makespan * (noise > 0.0 ? u(rng) : 1.0));
         return r;
     }
 

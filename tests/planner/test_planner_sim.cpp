@@ -485,3 +485,34 @@ TEST(planner_sim, the_cost_of_regrouping_the_cpu_counts_against_a_split) {
         else EXPECT_GT(sim.planner.npu_rows_of(sim.key), 0);
     }
 }
+
+TEST(planner_sim, a_split_slower_as_a_whole_than_without_the_npu_is_kept_out) {
+    // The workers' own times make a split 17% faster than the CPU alone, but every second multiply split beside the
+    // CPU also waits 9 ms (a thread waiting for a core, as at -t 16 of 16 cores): as a whole the split is slower, which
+    // only the multiplies' own times (report_outcome) show. Auto must keep the NPU out then, and not when they do not.
+    const double alone = sim_cpu().time(3072);
+    for (const double stall : { 0.0, 9e-3 }) {
+        sim_worker npu = sim_npu(0.25, true, true);
+        npu.reports_fixed = true;
+        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
+        sim.stall_every = 2;
+        sim.stall_s     = stall;
+        double sum = 0.0;
+        int64_t out = 0;
+        for (int c = 1; c <= 1000; ++c) {
+            const sim_result r = sim.step();
+            if (c <= 100) continue;
+            sum += r.makespan;
+            out += r.npu_rows == 0;
+        }
+        const double mean = sum / 900;
+        printf("[figures] split 17%% faster by its workers' times, stalls of %.0f ms on every second one: calls 101-1000"
+               " at %.3f x the CPU alone, the NPU out on %lld of them\n", stall * 1e3, mean / alone, (long long) out);
+        if (stall > 0.0) {
+            EXPECT_LT(mean, alone * 1.05);
+            EXPECT_GT(out, 800);
+        } else {
+            EXPECT_LT(mean, alone * 0.9) << "a split that pays as a whole must stay";
+        }
+    }
+}
