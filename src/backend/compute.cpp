@@ -43,8 +43,15 @@ std::string compute_engine::summary() const {
 
 // Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
 // the CPU worker (the planner decides who gets rows: next to the GPU, the NPU only joins large multiplies).
-void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const {
+void compute_engine::participants(multiply & m, bool auto_split, std::vector<worker *> & ws,
+                                  std::vector<plan_worker> & pw) const {
+    // Where the CPU worker's threads take every core, the NPU's rows cost its team a thread (its host thread needs a
+    // core) and that team's restart: at -t 16 of 16 cores auto was 0.94-0.95 of the CPU alone where the NPU pays
+    // little or nothing (emulated at 1,441 and 350 GFLOP/s), so by default the auto split keeps the NPU out there. A
+    // fixed share, or GGML_XDNA_NPU_HOST_CORE=1, lets it in (at 3,140 GFLOP/s auto then ran at 1.18x the CPU alone).
+    const bool npu_out = auto_split && cpu.npu_costs_a_thread_by_default();
     for (worker * w : others) {
+        if (npu_out && w->kind() == worker_kind::npu) continue;
         if (!w->accepts(m) || !w->describe(m)) continue;
         ws.push_back(w);
         const bool npu = w->kind() == worker_kind::npu;
@@ -92,7 +99,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
 
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
-    participants(m, ws, pw);
+    participants(m, planner.options().npu_share < 0.0, ws, pw);
     plan_reason why = plan_reason::no_npu;
     const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
     const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);

@@ -30,7 +30,7 @@ class compute_engine {
         double  busy    = 0.0;   // its device busy meanwhile (the NPU's runs), when the worker can tell
     };
     void account(worker_kind kind, int64_t rows, const work_result & r);
-    void participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
+    void participants(multiply & m, bool auto_split, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
     work_result cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                          const std::vector<row_range> & rows);
 

@@ -1,5 +1,5 @@
 // The CPU worker's team beside the NPU (GGML_XDNA_NPU_HOST_CORE): how many threads it computes with, and so whether
-// the NPU's rows cost it a thread (leave_a_core), a cost the auto split learns (the regrouping, each multiply's time).
+// the NPU's rows cost it a thread, which is where the auto split keeps the NPU out unless asked (compute.cpp).
 #include "workers/cpu/cpu_worker.h"
 
 #include <gtest/gtest.h>

@@ -138,6 +138,10 @@ bool cpu_worker::npu_costs_a_thread() {
     return threads_beside_npu(get_config().npu_host_core, p->n_threads, p->n_cores) < p->n_threads;
 }
 
+bool cpu_worker::npu_costs_a_thread_by_default() {
+    return get_config().npu_host_core < 0 && npu_costs_a_thread();
+}
+
 void cpu_worker::leave_a_core(bool yes) {
     const int want = yes && npu_costs_a_thread() ? p->n_threads - 1 : p->n_threads;
     if (want == p->n_active) return;

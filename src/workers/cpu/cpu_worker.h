@@ -53,8 +53,10 @@ class cpu_worker final : public worker {
     // What leave_a_core(true) does under a GGML_XDNA_NPU_HOST_CORE policy (-1 auto, 0, 1) with `threads` threads on
     // `cores` cores: the threads it then computes with.
     static int threads_beside_npu(int policy, int threads, int cores);
-    // Whether the NPU taking rows would cost its team a thread now (leave_a_core's rule).
+    // Whether the NPU taking rows would cost its team a thread now, and whether only because of the auto policy
+    // (the user did not ask for it): the auto split then keeps the NPU out (compute_engine::participants).
     bool npu_costs_a_thread();
+    bool npu_costs_a_thread_by_default();
     // Whether its last graph left a core free: its threads, spinning a while after a graph in the OpenMP runtime,
     // then leave the calling thread a core of its own to spin on (worker::help) beside the NPU worker's thread.
     bool core_to_spare();
