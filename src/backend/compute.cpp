@@ -61,10 +61,10 @@ void compute_engine::participants(multiply & m, bool auto_split, std::vector<wor
     pw.push_back({ worker_kind::cpu, cpu.row_align(m) });
 }
 
-// Whether the NPU takes rows of the multiply (the last range is the CPU's).
-static bool npu_takes_rows(const std::vector<worker *> & ws, const std::vector<row_range> & rows) {
-    bool npu = false;
-    for (size_t i = 0; i + 1 < ws.size(); ++i) npu = npu || (ws[i]->kind() == worker_kind::npu && !rows[i].empty());
+// The NPU's rows of the multiply (the last range is the CPU's).
+static int64_t npu_rows_of(const std::vector<worker *> & ws, const std::vector<row_range> & rows) {
+    int64_t npu = 0;
+    for (size_t i = 0; i + 1 < ws.size(); ++i) if (ws[i]->kind() == worker_kind::npu) npu += rows[i].size();
     return npu;
 }
 
@@ -72,7 +72,7 @@ static bool npu_takes_rows(const std::vector<worker *> & ws, const std::vector<r
 // NPU's range for the experts the planner gave the CPU whole.
 work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                                      const std::vector<row_range> & rows) {
-    cpu.leave_a_core(npu_takes_rows(ws, rows));
+    cpu.leave_a_core(npu_rows_of(ws, rows) > 0);
     work_result r;
     {
         trace::scope ts("cpu rows", own.size());
@@ -169,13 +169,12 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     // nobody measured (the CPU worker one thread short on every multiply: 808 prompt tokens/s against 1,026), and auto
     // then gave the NPU rows that saved less than that.
     const double regroup_s = cpu.regroup();
-    if (npu_takes_rows(ws, rows) && !rows[n_dev].empty()) planner.report_regroup(m.key, regroup_s);
+    const int64_t npu = npu_rows_of(ws, rows);
+    if (npu > 0 && !rows[n_dev].empty()) planner.report_regroup(m.key, regroup_s);
     // The CPU's time is learned unless a device worker converted a weight beside it: that one-time burst takes a core
     // the CPU's threads then wait for (-t 16 of 16 cores, the first prompt: 768 rows in 20 ms instead of 0.9), and the
     // first measurements of a shape would seed every other shape with it.
     if (!first_use) planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
-    int64_t npu = 0;
-    for (size_t i = 0; i + 1 < ws.size(); ++i) if (ws[i]->kind() == worker_kind::npu) npu = rows[i].size();
     // what the multiply cost as a whole, unless one-time work (a weight's first conversion) is in it
     if (!first_use && !once_on_cpu) planner.report_outcome(m.key, npu, now_seconds() - t_plan);
     if (trace::on()) {

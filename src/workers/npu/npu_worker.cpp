@@ -541,6 +541,7 @@ void npu_worker::place_activations(call & c) {
 // ran at 756 and 816 prompt tokens/s where a fixed share 0.5, whose weights all convert in the first prompt, ran at
 // 1,237 and 1,107). Found in the cache, a weight costs a lookup here.
 void npu_worker::convert_weights_on_cpu(const multiply & m) {
+    if (!m.is_id() && m.npu.weights_ready) return;   // describe() found it converted (or not to be kept)
     const ggml_tensor * w = m.node->src[0];
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const int64_t experts = m.is_id() ? m.routing.experts() : 1;

@@ -35,6 +35,11 @@ void size_elements(converted_weight & out) {
 
 size_t elem_bytes(const converted_weight & cw) { return cw.format == weight_format::bf16 ? 2 : 1; }
 
+// the first element of `out`'s own vectors
+uint8_t * elements_of(converted_weight & out) {
+    return out.format == weight_format::bf16 ? (uint8_t *) out.bf16.data() : (uint8_t *) out.i8.data();
+}
+
 // rows [r0, r1) of `w` into `dst` (row r0 first, stride out.ld) and, for int8, their scales into `out`'s from its
 // row `at` on
 bool convert_rows_to(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1, converted_weight & out,
@@ -55,8 +60,7 @@ bool convert_slice(const ggml_tensor * w, int64_t expert, int64_t r0, int64_t r1
                    std::vector<uint8_t> & scratch, std::string * err) {
     const size_t row_bytes = size_t(out.ld) * elem_bytes(out);
     if (!out.resident) {
-        uint8_t * v = out.format == weight_format::bf16 ? (uint8_t *) out.bf16.data() : (uint8_t *) out.i8.data();
-        return convert_rows_to(w, expert, r0, r1, out, v + size_t(r0) * row_bytes, r0, err);
+        return convert_rows_to(w, expert, r0, r1, out, elements_of(out) + size_t(r0) * row_bytes, r0, err);
     }
     resident_weight & rw = *out.resident;
     if (uint8_t * dst = rw.rows_in_place(r0)) {
@@ -101,8 +105,7 @@ bool convert_weight_rows(const ggml_tensor * w, int64_t expert, int64_t r0, int6
                          int64_t ld, converted_weight & out, std::string * err) {
     shape_weight(w, r1 - r0, fmt, ld, out);
     size_elements(out);
-    uint8_t * dst = fmt == weight_format::bf16 ? (uint8_t *) out.bf16.data() : (uint8_t *) out.i8.data();
-    return convert_rows_to(w, expert, r0, r1, out, dst, 0, err);
+    return convert_rows_to(w, expert, r0, r1, out, elements_of(out), 0, err);
 }
 
 uint64_t weight_fingerprint(const ggml_tensor * w, int64_t expert) {
