@@ -69,7 +69,8 @@ static int64_t npu_rows_of(const std::vector<worker *> & ws, const std::vector<r
 }
 
 // The CPU's part, on this thread while the device workers run: its own rows, then, of a MUL_MAT_ID, the rows of the
-// NPU's range for the experts the planner gave the CPU whole.
+// NPU's range for the experts the planner gave the CPU whole. A team cut short for the NPU's host thread stays so
+// while it is lent to the device workers; regroup() makes it whole.
 work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                                      const std::vector<row_range> & rows) {
     cpu.leave_a_core(npu_rows_of(ws, rows) > 0);
@@ -84,7 +85,6 @@ work_result compute_engine::cpu_part(const multiply & m, row_range own, const st
         trace::scope ts("cpu experts", rows[i].size());
         r = cpu.compute_experts(m, rows[i]);
     }
-    cpu.leave_a_core(false);
     r.seconds = own_seconds;   // what the planner learns of the CPU: its own rows
     return r;
 }
@@ -108,7 +108,9 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     // preparation before it starts instead (the NPU's activations). Not when it has rows: on its path the conversion
     // delays them more than it saves the NPU (-t 8, 16 cores, emulated NPU: NPU alone +9-12%, share 0.5 -3 to -11%).
     if (cpu_convert && rows.back().empty()) {
-        m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b) { return cpu.convert_bf16(m.node->src[1], b); };
+        m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
+            return cpu.convert_bf16(m.node->src[1], b, then);
+        };
     }
 
     // A device worker's one-time work (the NPU converting a weight it meets for the first time) is shared by the CPU
@@ -134,19 +136,22 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
     if (!cpu_res.ok()) {
         // still collect the device workers before giving up, so none is left writing into the result
         for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty()) ws[i]->end();
+        cpu.leave_a_core(false);
         XDNA_LOG_ERROR("CPU worker failed on %s: %s", m.key.str().c_str(), cpu_res.why().c_str());
         return cpu_res.status;
     }
     if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size(), cpu_res);
 
-    // This thread is idle now: it takes a share of the device workers' host work until they are done, where a core
-    // is free for it. Where the CPU worker's last team took every core, its threads still spin and this thread would
-    // take the NPU worker's thread's core (-t 16 of 16 cores, the NPU on every row, emulated at 3,140 GFLOP/s: 678 and
-    // 800 prompt tokens/s helped, 1,117 and 1,097 not; at share 0.75, where the team was one thread short, helped is
-    // the faster).
+    // The CPU worker's team is idle now: it takes a share of the device workers' host work until they are done, where
+    // a core is free for the NPU worker's thread beside it. Where the team took every core, its threads still spin
+    // and one more would take that thread's core (-t 16 of 16 cores, the NPU on every row, emulated at 3,140 GFLOP/s:
+    // 678 and 800 prompt tokens/s with this thread lent, 1,117 and 1,097 without; at share 0.75, where the team was
+    // one thread short, lent is the faster).
     const bool lend = help && cpu.core_to_spare();
     for (size_t i = 0; lend && i < n_dev; ++i) {
-        if (!rows[i].empty()) ws[i]->help();
+        if (rows[i].empty() || !ws[i]->shares_host_work()) continue;
+        worker * w = ws[i];
+        if (!cpu.run_on_threads([w](int, int) { w->help(); })) w->help();
     }
     bool first_use = false;   // a device worker did one-time work (converted a weight) beside the CPU's part
     for (size_t i = 0; i < n_dev; ++i) {

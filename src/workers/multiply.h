@@ -91,8 +91,9 @@ struct bf16_block {
 
 // Work the engine offers a device worker on the CPU worker's threads, on the calling thread, before the device starts
 // (those threads are about to compute the CPU's rows, or idle while the device computes everything): converting
-// activations to bf16, which one host thread would otherwise do while the device waits. False: not done.
-using bf16_converter = std::function<bool(const std::vector<bf16_block> &)>;
+// activations to bf16, which one host thread would otherwise do while the device waits, then then(ith, nth) on every
+// thread (the device's sync of what they wrote; may be empty). False: not done.
+using bf16_converter = std::function<bool(const std::vector<bf16_block> &, const std::function<void(int ith, int nth)> & then)>;
 // Runs fn(ith, nth) for ith = 0..nth-1 on the CPU worker's threads, on the calling thread, before the devices start;
 // false: not run. For a device worker's one-time work that one host thread would do on the multiply's path (the
 // NPU's first use of a weight: its conversion).

@@ -104,8 +104,11 @@ class worker {
 
     // Lends the calling thread to the work started by begin(), from when the CPU worker's own rows are done until
     // that work is over (then end() returns at once): a worker whose host thread limits its device takes a share of
-    // that host work. Returns at once where there is nothing to share (the default).
+    // that host work. Any number of threads may be lent at once (the CPU worker's team). Returns at once where there
+    // is nothing to share (the default).
     virtual void help() {}
+    // Whether help() has anything to share: the engine lends threads only to such a worker.
+    virtual bool shares_host_work() const { return false; }
 
     // Seconds its device has been busy with work so far in this process (the NPU's runs), < 0 when not known.
     virtual double device_busy_seconds() const { return -1.0; }

@@ -1,7 +1,7 @@
 // The persistent-thread worker base: work runs on another thread, results come back to the right caller, callers
 // sharing one worker are serialised, and a failure (even an exception) becomes a failed result, never a crash.
 #include "workers/async_worker.h"
-#include "workers/lent_thread.h"
+#include "workers/lent_threads.h"
 
 #include <gtest/gtest.h>
 
@@ -92,33 +92,74 @@ TEST(async_worker, callers_sharing_it_are_serialised) {
     for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(out[i], i);
 }
 
-// A lent thread: without one, split() runs nothing and says so (the worker's thread never waits for a thread that is
-// not there); with one in serve(), each split runs part 1 on it and part 0 on the caller, both done when split()
+// Lent threads: without one, split() runs nothing and says so (the worker's thread never waits for a thread that is
+// not there); with one in serve(), a split of two parts runs one of them on it and both are done when split()
 // returns; after close() the lent thread returns. 1,000 splits, each part writing its own half of a row.
-TEST(lent_thread, splits_run_one_part_on_each_thread_and_none_without_one) {
-    lent_thread lt;
+TEST(lent_threads, splits_run_one_part_on_each_thread_and_none_without_one) {
+    lent_threads lt;
     bool ran = false;
-    EXPECT_FALSE(lt.split([&](int) { ran = true; }));
+    EXPECT_FALSE(lt.split(2, [&](int) { ran = true; }));
     EXPECT_FALSE(ran);
 
     lt.open();
-    std::thread::id part1_on;
     std::thread lender([&] { lt.serve(); });
-    const std::function<void(int)> probe = [&](int p) { if (p == 1) part1_on = std::this_thread::get_id(); };
-    while (!lt.split(probe)) std::this_thread::yield();   // until the lent thread is in serve()
-    EXPECT_EQ(part1_on, lender.get_id());
+    while (lt.present() == 0) std::this_thread::yield();
+    // each part waits until the other has begun: they can only end on two threads, the caller and the lent one
+    std::atomic<int> begun{ 0 };
+    std::thread::id on[2];
+    const std::function<void(int)> probe = [&](int p) {
+        on[p] = std::this_thread::get_id();
+        begun.fetch_add(1);
+        while (begun.load() < 2) std::this_thread::yield();
+    };
+    ASSERT_TRUE(lt.split(2, probe));
+    EXPECT_NE(on[0], on[1]);
+    EXPECT_TRUE(on[0] == lender.get_id() || on[1] == lender.get_id());
     std::vector<int> row(64);
     for (int i = 0; i < 1000; ++i) {
         const std::function<void(int)> part = [&](int p) {
             for (int j = p * 32; j < (p + 1) * 32; ++j) row[j] = i;
         };
-        ASSERT_TRUE(lt.split(part));
+        ASSERT_TRUE(lt.split(2, part));
         for (int j = 0; j < 64; ++j) ASSERT_EQ(row[j], i) << "split " << i << ", value " << j;
     }
-    EXPECT_EQ(lt.parts_served(), 1001u);
+    EXPECT_GE(lt.parts_served(), 1u);
     lt.close();
     lender.join();
-    EXPECT_FALSE(lt.split(probe));
+    EXPECT_EQ(lt.present(), 0);
+    EXPECT_FALSE(lt.split(2, probe));
+}
+
+// Several lent threads at once (the CPU worker's team): every part of every split runs exactly once, whoever takes
+// it, and all are done when split() returns; parts beyond the threads' count queue up. Five lent threads, 2,000 splits
+// of 1 to 37 parts, each part adding one to its own counter; a split whose six parts run at once, five of them on the
+// lent threads; then every thread returns after close().
+TEST(lent_threads, many_threads_run_every_part_exactly_once) {
+    lent_threads lt;
+    lt.open();
+    std::vector<std::thread> lenders;
+    for (int i = 0; i < 5; ++i) lenders.emplace_back([&] { lt.serve(); });
+    while (lt.present() < 5) std::this_thread::yield();
+    std::vector<std::atomic<int>> hits(37);
+    for (int i = 0; i < 2000; ++i) {
+        const int parts = 1 + i % 37;
+        for (auto & h : hits) h.store(0);
+        const std::function<void(int)> part = [&](int p) { hits[p].fetch_add(1); };
+        ASSERT_TRUE(lt.split(parts, part));
+        for (int p = 0; p < 37; ++p) ASSERT_EQ(hits[p].load(), p < parts ? 1 : 0) << "split " << i << ", part " << p;
+    }
+    // six parts that each wait until all have begun: they can only end on six threads at once, all five lent ones
+    std::atomic<int> begun{ 0 };
+    const std::function<void(int)> together = [&](int) {
+        begun.fetch_add(1);
+        while (begun.load() < 6) std::this_thread::yield();
+    };
+    const uint64_t served = lt.parts_served();
+    ASSERT_TRUE(lt.split(6, together));
+    EXPECT_EQ(lt.parts_served() - served, 5u);
+    lt.close();
+    for (auto & t : lenders) t.join();
+    EXPECT_EQ(lt.present(), 0);
 }
 
 // What a device worker reports includes the wait for its thread to run after begin() handed it the job (where cores are

@@ -312,9 +312,9 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
             xdna::multiply m = xdna::describe_multiply(y);
             ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
             if (by_cpu) {
-                m.convert_bf16 = [&](const std::vector<xdna::bf16_block> & b) {
+                m.convert_bf16 = [&](const std::vector<xdna::bf16_block> & b, const std::function<void(int, int)> & then) {
                     offers_taken++;
-                    return cpu->convert_bf16(x, b);
+                    return cpu->convert_bf16(x, b, then);
                 };
             }
             std::fill((float *) y->data, (float *) y->data + cs.rows * cs.tokens, -1.0f);

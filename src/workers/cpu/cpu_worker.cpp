@@ -150,9 +150,9 @@ void cpu_worker::leave_a_core(bool yes) {
 }
 
 double cpu_worker::regroup() {
+    leave_a_core(false);
     if (p->last_team == 0 || p->last_team == p->n_threads) return 0.0;
     const double t0 = now_seconds();
-    leave_a_core(false);
     ggml_reset(p->ctx);
     // a copy is split over every thread (a graph's team is as large as its widest node asks)
     ggml_tensor * in  = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
@@ -269,8 +269,33 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
     return res;
 }
 
-bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks) {
-    if (blocks.empty() || (int64_t) blocks.size() > max_nodes) return false;
+// A custom op that runs fn(ith, nth) on every thread of the team. The team's hand-offs are libgomp's, which
+// ThreadSanitizer cannot see (and C++ does not promise): what the caller wrote before is published to fn's threads,
+// and what they wrote to the caller after, through atomics as well.
+struct cpu_worker_threads_job {
+    const std::function<void(int, int)> * fn;
+    std::atomic<int> go{ 0 }, done{ 0 };
+    explicit cpu_worker_threads_job(const std::function<void(int, int)> * f) : fn(f) { go.store(1, std::memory_order_release); }
+    ~cpu_worker_threads_job() { (void) done.load(std::memory_order_acquire); }
+};
+
+static ggml_tensor * cpu_worker_threads_node(ggml_context * ctx, void * scratch, cpu_worker_threads_job * j) {
+    ggml_tensor * anchor = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);   // a custom op needs a tensor to act on
+    anchor->data = scratch;
+    auto run = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * ud) {
+        cpu_worker_threads_job * j = static_cast<cpu_worker_threads_job *>(ud);
+        (void) j->go.load(std::memory_order_acquire);
+        (*j->fn)(ith, nth);
+        j->done.fetch_add(1, std::memory_order_release);
+    };
+    ggml_tensor * op = ggml_map_custom1_inplace(ctx, anchor, run, GGML_N_TASKS_MAX, j);   // every thread runs it
+    op->flags |= GGML_TENSOR_FLAG_COMPUTE;
+    return op;
+}
+
+bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks,
+                              const std::function<void(int, int)> & then) {
+    if (blocks.empty() || (int64_t) blocks.size() + 1 > max_nodes) return false;
     ggml_reset(p->ctx);
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, max_nodes, false);
     for (const bf16_block & b : blocks) {
@@ -283,33 +308,18 @@ bool cpu_worker::convert_bf16(const ggml_tensor * x, const std::vector<bf16_bloc
         cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
         ggml_graph_add_node(g, cpy);
     }
+    // the graph's nodes run in order, a barrier between them: `then` sees every block converted
+    cpu_worker_threads_job j{ &then };
+    if (then) ggml_graph_add_node(g, cpu_worker_threads_node(p->ctx, p->scratch_in, &j));
     return p->compute(g) == GGML_STATUS_SUCCESS;
 }
 
 bool cpu_worker::run_on_threads(const std::function<void(int ith, int nth)> & fn) {
-    // The team's hand-offs are libgomp's, which ThreadSanitizer cannot see (and C++ does not promise): what the caller
-    // wrote before is published to fn's threads, and what they wrote to the caller after, through atomics as well.
-    struct job {
-        const std::function<void(int, int)> * fn;
-        std::atomic<int> go{ 0 }, done{ 0 };
-    } j{ &fn };
-    j.go.store(1, std::memory_order_release);
+    cpu_worker_threads_job j{ &fn };
     ggml_reset(p->ctx);
-    ggml_tensor * anchor = ggml_new_tensor_1d(p->ctx, GGML_TYPE_F32, 1);   // a custom op needs a tensor to act on
-    anchor->data = p->scratch_in;
-    auto run = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * ud) {
-        job * j = static_cast<job *>(ud);
-        (void) j->go.load(std::memory_order_acquire);
-        (*j->fn)(ith, nth);
-        j->done.fetch_add(1, std::memory_order_release);
-    };
-    ggml_tensor * op = ggml_map_custom1_inplace(p->ctx, anchor, run, GGML_N_TASKS_MAX, &j);   // every thread runs it
-    op->flags |= GGML_TENSOR_FLAG_COMPUTE;
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
-    ggml_graph_add_node(g, op);
-    const bool ok = p->compute(g) == GGML_STATUS_SUCCESS;
-    (void) j.done.load(std::memory_order_acquire);
-    return ok;
+    ggml_graph_add_node(g, cpu_worker_threads_node(p->ctx, p->scratch_in, &j));
+    return p->compute(g) == GGML_STATUS_SUCCESS;
 }
 
 void cpu_worker::begin(const multiply & m, row_range rows) {

@@ -36,8 +36,10 @@ class cpu_worker final : public worker {
     work_result compute_experts(const multiply & m, row_range rows);
 
     // Converts blocks of a dense multiply's activations `x` (f32) to bf16 with the CPU backend's own conversion (round
-    // to nearest even), on its threads: one copy node per block, one graph. For a device worker (multiply.h).
-    bool convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks);
+    // to nearest even), on its threads: one copy node per block, one graph; then, where given, then(ith, nth) on
+    // every thread (the device's sync of what they wrote). For a device worker (multiply.h).
+    bool convert_bf16(const ggml_tensor * x, const std::vector<bf16_block> & blocks,
+                      const std::function<void(int ith, int nth)> & then = {});
 
     // Runs fn(ith, nth) for every thread of its team, as one graph (a custom op), on the calling thread: host work
     // of another worker's that its threads share (multiply.h, cpu_parallel).
@@ -63,7 +65,7 @@ class cpu_worker final : public worker {
     // After a graph computed one thread short (leave_a_core), a trivial graph with the whole team: the OpenMP
     // runtime ends the thread a smaller team leaves over and starts one again for the next team of full size, and
     // that start is paid here, where the planner sees it, instead of in llama.cpp's next op. Its seconds (0 where the
-    // last team was whole: nothing to do).
+    // last team was whole: nothing to do). The team is whole again after it (leave_a_core(false)).
     double regroup();
     void set_abort_callback(ggml_abort_callback cb, void * data);
 

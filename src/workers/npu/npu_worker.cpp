@@ -412,7 +412,7 @@ void npu_worker::note_failure(const std::string & why) {
 // The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught here, once, and become a reason.
 work_result npu_worker::run(const multiply & m, row_range rows) {
     struct close_helper {
-        lent_thread & h;
+        lent_threads & h;
         ~close_helper() { h.close(); }
     } closing{ helper };   // whatever way the call ends, the lent thread returns
     work_result r;
@@ -559,7 +559,7 @@ void npu_worker::convert_weights_on_cpu(const multiply & m) {
 // into the arena, in the layout the run reads (block (token block tbi, K block kbi) at place tbi * k_blocks + kbi, as
 // place_activations numbers them; rows of kb values), and the run then finds them held, as it finds those of an
 // earlier multiply with the same input. One thread converting 512 tokens x 1,024 inputs takes ~0.5 ms while the NPU
-// waits for its first block; eight take a fraction of that, before the NPU starts. Only bf16 (int8 activations carry
+// waits for its first block; eight take a fraction of that, before the NPU starts. They sync them too. Only bf16 (int8 activations carry
 // a scale per token), a K that is a whole number of K blocks (no zero columns to add) and an arena that holds every
 // block; otherwise the run converts them itself, block by block.
 void npu_worker::before_start(const multiply & m, row_range rows) {
@@ -584,10 +584,22 @@ void npu_worker::before_start(const multiply & m, row_range rows) {
             blocks.push_back({ tbi * tb, std::min(tb, tokens - tbi * tb), kbi * kb, kb, base + size_t(a) * block_bytes });
         }
     }
+    // and each thread syncs a slice of them to the NPU: one thread takes ~95 us for a 512 x 1,024 block (-t 8, 16
+    // cores), before the first launch; where a sync fails, the worker's thread syncs each block again before its launch
+    std::atomic<bool> synced{ true };
+    const std::function<void(int, int)> sync_slice = [&](int ith, int nth) {
+        const size_t page = 4096, pages = (bytes + page - 1) / page;
+        const size_t from = std::min(bytes, pages * ith / nth * page), to = std::min(bytes, pages * (ith + 1) / nth * page);
+        try {
+            if (to > from) act_arena.sync_to_device(to - from, from);
+        } catch (const std::exception &) {
+            synced.store(false, std::memory_order_relaxed);
+        }
+    };
     trace::scope ts("convert activations (CPU threads)", tokens);
-    if (!m.convert_bf16(blocks)) return;
+    if (!m.convert_bf16(blocks, sync_slice)) return;
     arena_holds = key;
-    staged_unsynced = true;   // each block is synced on the worker's thread when its first launch is prepared
+    staged_unsynced = !synced.load(std::memory_order_relaxed);   // then synced on the worker's thread, block by block
 }
 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
@@ -654,29 +666,31 @@ static bool all_finite(const float * v, int64_t n) {
 }
 
 // Launch i's result, its real tokens and rows, into the result: written by the first K block, added by the others.
-// Split by tokens with the lent thread where there is one (help()): a 512x512 block is ~1 MiB to sync and copy, about
-// as long as the NPU takes for the next block at its peak rate, on one thread.
+// Split by tokens over the lent threads where there are any (help()): a 512x512 block is ~1 MiB to sync and copy,
+// ~100 us on two threads, and the last block's comes after the NPU's part, on the multiply's path (at share 1, -t 8,
+// 3,140 GFLOP/s: ~100 us of ~1.6 ms per multiply). Parts of 32 tokens at least.
 void npu_worker::take_result(call & c, slot & s, int64_t i) {
     const block & bl = c.blocks[i];
     const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
     trace::scope ts("take result", t_end);
-    const int64_t half = t_end >= 64 ? t_end / 2 : t_end;
-    bool finite[2] = { true, true };
-    std::string err[2];   // a part's failure, thrown here once both are done (none may leave the slot in use)
+    const int64_t parts = std::min<int64_t>(helper.present() + 1, std::max<int64_t>(1, t_end / 32));
+    std::vector<uint8_t> finite(parts, 1);
+    std::vector<std::string> err(parts);   // a part's failure, thrown here once all are done (none may leave the slot in use)
     const std::function<void(int)> part = [&](int p) {
         try {
-            finite[p] = p == 0 ? take_tokens(c, s, i, 0, half) : take_tokens(c, s, i, half, t_end);
+            finite[p] = take_tokens(c, s, i, t_end * p / parts, t_end * (p + 1) / parts);
         } catch (const std::exception & e) {
             err[p] = e.what();
         }
     };
-    if (half == t_end || !helper.split(part)) {
+    if (parts == 1 || !helper.split((int) parts, part)) {
+        finite.assign(1, 1);
         finite[0] = take_tokens(c, s, i, 0, t_end);
     }
     for (const std::string & e : err) {
         if (!e.empty()) throw npu_error(npu_errc::buffer, e);
     }
-    c.finite = c.finite && finite[0] && finite[1];
+    c.finite = c.finite && std::all_of(finite.begin(), finite.end(), [](uint8_t f) { return f != 0; });
 }
 
 // Tokens [t_begin, t_end) of launch i's result: synced from the device, checked, written or added into the result.

@@ -5,7 +5,7 @@
 // activations (tokens x one K block) is converted to bf16 (or int8 with one scale per token) when the first launch
 // that reads it is prepared, straight into an NPU buffer, and read in place by every launch that needs it. Three
 // slots (two under a tight locked-memory limit), each with a run in flight, let the host take one block's result and
-// prepare the next launch while the NPU computes, the engine's thread lent to take half of each result (help());
+// prepare the next launch while the NPU computes, the CPU worker's threads lent to take parts of each result (help());
 // partial sums over K blocks are added in f32 straight into the worker's rows of the result, int8 scales applied.
 // Weights come from the converted-weight cache, held in NPU buffers and read in place (resident_weight.h), or are
 // converted for the call when they do not fit it (then copied into the slots block by block).
@@ -15,7 +15,7 @@
 #pragma once
 
 #include "workers/async_worker.h"
-#include "workers/lent_thread.h"
+#include "workers/lent_threads.h"
 #include "workers/npu/kernel_choice.h"
 #include "workers/npu/weight_cache.h"
 
@@ -42,8 +42,9 @@ class npu_worker final : public async_worker {
     int64_t row_align(const multiply & m) const override;
     bool describe(multiply & m) const override;   // the block it will run (m.npu) and its cost
     double device_busy_seconds() const override { return 1e-3 * rt->stats().busy_ms; }
-    // the caller's thread takes half of each block's result until the call is over
+    // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
+    bool shares_host_work() const override { return true; }
     uint64_t lent_parts() const { return helper.parts_served(); }   // result parts lent threads have taken
 
     // What the device calls itself (the emulator says it is one).
@@ -125,7 +126,7 @@ class npu_worker final : public async_worker {
     arena_key                    arena_holds;
     bool                         staged_unsynced = false;   // before_start converted the arena's contents, unsynced
 
-    lent_thread                  helper;   // the engine's thread, lent once the CPU's rows are done (help())
+    lent_threads                 helper;   // the CPU worker's threads, lent once the CPU's rows are done (help())
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
