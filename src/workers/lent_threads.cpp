@@ -48,6 +48,7 @@ bool lent_threads::split(int parts, const std::function<void(int)> & part) {
     done.store(0, std::memory_order_relaxed);
     ++generation;
     ticket.store((uint64_t(generation) << 32) | (uint64_t(parts) << 16), std::memory_order_release);
+    pieces.fetch_add(1, std::memory_order_relaxed);
     for (int p; (p = claim()) >= 0;) {
         part(p);
         done.fetch_add(1, std::memory_order_release);

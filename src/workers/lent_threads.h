@@ -26,6 +26,9 @@ class lent_threads {
     bool split(int parts, const std::function<void(int)> & part);
     // Parts the lent threads have done so far (for tests and the timeline's figures).
     uint64_t parts_served() const { return taken.load(std::memory_order_acquire); }
+    // Pieces split() posted to lent threads so far (each part then went to whichever thread claimed it first: the
+    // worker's own thread too, where a lent thread is slow to come).
+    uint64_t pieces_shared() const { return pieces.load(std::memory_order_acquire); }
 
   private:
     // A part of the piece posted now, claimed (its index), or -1 when none is left.
@@ -37,7 +40,7 @@ class lent_threads {
     std::atomic<int>      done{ 0 };       // parts of the piece posted now that are done
     std::atomic<int>      n_present{ 0 };
     std::atomic<bool>     over{ true };
-    std::atomic<uint64_t> taken{ 0 };
+    std::atomic<uint64_t> taken{ 0 }, pieces{ 0 };
     const std::function<void(int)> * task = nullptr;   // written before `ticket`, read after a claim
     uint32_t              generation = 0;              // the worker's thread only
 };

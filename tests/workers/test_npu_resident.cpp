@@ -385,39 +385,46 @@ TEST(npu_moe_engine, the_cpu_computes_the_small_experts_beside_the_npu) {
     ggml_free(ctx);
 }
 
-// The caller's thread lent to the NPU worker (help(), GGML_XDNA_NPU_HELP) takes half of each block's result: the
+// Threads lent to the NPU worker (help(), GGML_XDNA_NPU_HELP) take parts of each block's result: the caller's thread
+// alone, or the CPU worker's team of two, all lent at once as the engine lends them (cpu_worker::run_on_threads). The
 // results must be the same bytes as the worker's thread alone gives, and exact against fp64 (small integers, exact in
 // bf16 and summed exactly in f32), with partial sums over two K blocks and a token count that splits unevenly. The
-// lent thread must have taken parts (a test of help that did nothing would pass the comparison): it is lent right
-// after begin(), long before the first result (the first dispatch alone is 150 us), and the run is repeated if the
-// test's thread was not scheduled in time.
-TEST(npu_help, a_lent_thread_takes_half_of_each_result_bit_for_bit) {
+// results must have been split among the lent threads (a test of help that did nothing would pass the comparison):
+// they are lent right after begin(), long before the first result (the first dispatch alone is 150 us), and the run
+// is repeated if the test's threads were not scheduled in time. Which thread takes which part is left to the threads
+// (the worker's own takes what a lent thread is slow to claim): lent_threads' own tests check that every part runs
+// once, on several threads at once.
+TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
     workers_pair ws;
     ASSERT_NO_FATAL_FAILURE(ws.make());
     xdna::npu_worker * npu = ws.npu.get();
+    xdna::cpu_worker * cpu = ws.cpu.get();
     const int64_t k = 2048, rows = 1024, tokens = 301;
     integer_mm mm(k, rows, tokens);
     ggml_tensor * y = mm.y;
-    std::vector<float> got[2];
-    for (int helped = 0; helped < 2; ++helped) {
+    enum { none, caller, team, modes };
+    std::vector<float> got[modes];
+    for (int mode = none; mode < modes; ++mode) {
         for (int attempt = 0; attempt < 5; ++attempt) {
             xdna::next_graph();
             xdna::multiply m = xdna::describe_multiply(y);
             ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
             std::fill((float *) y->data, (float *) y->data + rows * tokens, NAN);
             npu->begin(m, { 0, rows });
-            const uint64_t served = ws.npu->lent_parts();
-            if (helped) npu->help();
+            const uint64_t shared = ws.npu->shared_takes();
+            if (mode == caller) npu->help();
+            if (mode == team) ASSERT_TRUE(cpu->run_on_threads([npu](int, int) { npu->help(); }));
             const xdna::work_result r = npu->end();
             ASSERT_TRUE(r.ok()) << r.why();
-            if (!helped) {
-                EXPECT_EQ(ws.npu->lent_parts(), served) << "parts taken by a thread nobody lent";
+            if (mode == none) {
+                EXPECT_EQ(ws.npu->shared_takes(), shared) << "results split among threads nobody lent";
             }
-            if (!helped || ws.npu->lent_parts() > served) break;
-            ASSERT_LT(attempt, 4) << "the lent thread never took a part in five runs";
+            if (mode == none || ws.npu->shared_takes() > shared) break;
+            ASSERT_LT(attempt, 4) << "no result was split among the lent threads in five runs (mode " << mode << ")";
         }
-        got[helped].assign((const float *) y->data, (const float *) y->data + rows * tokens);
+        got[mode].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
-    expect_exact(mm.w, mm.x, got[1], 7, 5);
-    EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
+    expect_exact(mm.w, mm.x, got[team], 7, 5);
+    EXPECT_EQ(0, memcmp(got[none].data(), got[caller].data(), got[none].size() * sizeof(float)));
+    EXPECT_EQ(0, memcmp(got[none].data(), got[team].data(), got[none].size() * sizeof(float)));
 }

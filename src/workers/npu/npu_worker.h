@@ -45,7 +45,8 @@ class npu_worker final : public async_worker {
     // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
     bool shares_host_work() const override { return true; }
-    uint64_t lent_parts() const { return helper.parts_served(); }   // result parts lent threads have taken
+    uint64_t lent_parts() const { return helper.parts_served(); }     // result parts lent threads have taken
+    uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
