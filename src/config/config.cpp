@@ -32,7 +32,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only), as GGML_XDNA_NPU=off" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
     { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "1: where the CPU worker has no rows of a multiply, its threads convert the NPU's activations before the NPU starts; 0: the NPU worker's own thread always does" },
-    { "GGML_XDNA_NPU_HELP",       "1",     "1: the thread that computed the CPU worker's rows, once they are done, takes half of each NPU block's result until the NPU's part is over; 0: the NPU worker's own thread takes them all" },
+    { "GGML_XDNA_NPU_HELP",       "1",     "1: the CPU worker's team, once its rows are done, takes parts of each NPU block's result until the NPU's part is over; 0: the NPU worker's own thread takes them all" },
     { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "1 leaves the NPU worker's host thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
