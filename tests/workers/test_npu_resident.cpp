@@ -413,7 +413,9 @@ TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
             npu->begin(m, { 0, rows });
             const uint64_t shared = ws.npu->shared_takes();
             if (mode == caller) npu->help();
-            if (mode == team) ASSERT_TRUE(cpu->run_on_threads([npu](int, int) { npu->help(); }));
+            if (mode == team) {
+                ASSERT_TRUE(cpu->run_on_threads([npu](int, int) { npu->help(); }));
+            }
             const xdna::work_result r = npu->end();
             ASSERT_TRUE(r.ok()) << r.why();
             if (mode == none) {

@@ -45,14 +45,14 @@ class npu_worker final : public async_worker {
     // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
     bool shares_host_work() const override { return true; }
-    uint64_t lent_parts() const { return helper.parts_served(); }     // result parts lent threads have taken
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
     bool enabled() const { return !switched_off.load(); }
 
-    // Safe start: a small multiply on the NPU checked against an fp64 reference; false (and why) when it is wrong.
+    // Safe start (npu_self_test.cpp): every block, then a small multiply on the NPU checked against an fp64
+    // reference; false (and why) when it is wrong.
     bool self_test(std::string * why);
 
     // Converts a weight into the cache ahead of time (the load-time warm-up); false if it was not cached.
