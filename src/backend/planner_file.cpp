@@ -24,7 +24,7 @@ namespace xdna {
 
 namespace {
 
-constexpr const char * header = "ggml-xdna planner state 2";   // 2: eight models per shape (cpu_regroup)
+constexpr const char * header = "ggml-xdna planner state 3";   // 3: the NPU's wider blocks in the hint
 
 std::string read_file(const std::string & path, bool * ok) {
     std::ifstream f(path, std::ios::binary);

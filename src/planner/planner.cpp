@@ -106,7 +106,7 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
 double split_planner::npu_work(const shape_state & st, int64_t rows) const {
     if (rows <= 0) return 0.0;
     if (!st.hint.blocks()) return (double) rows;
-    return (double) ((rows + st.hint.block_rows - 1) / st.hint.block_rows * st.hint.launches_per_block);
+    return st.hint.units(rows);   // launches of its narrowest block: a wider block's launch counts as its cost
 }
 
 double split_planner::npu_time(const shape_state & st, int64_t rows) const {

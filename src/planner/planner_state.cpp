@@ -4,6 +4,7 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -37,6 +38,10 @@ std::string split_planner::save_state() const {
                  (long long) st.whole_tries, st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
+        for (int i = 0; i < npu_cost_hint::max_wide; ++i) {   // the wider blocks: their rows and units
+            snprintf(buf, sizeof(buf), " %lld %.17g", (long long) st.hint.wide_rows[i], st.hint.wide_units[i]);
+            out += buf;
+        }
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
                                       &st.cpu_all, &st.npu_whole, &st.cpu_regroup }) {
             out += " | " + m->save();
@@ -60,13 +65,18 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         shape_state st;
         int repacked = 0, split = 0, used = 0;
         long long kk, rows, tokens, experts, calls, cur, tries, block, lpb;
-        const bool head_ok =
+        long long wide[npu_cost_hint::max_wide] = {};
+        bool head_ok =
             f.size() == 1 + n_models &&
             sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
                    &k.type, &kk, &rows, &tokens, &experts, &repacked, &calls, &cur, &split, &tries, &st.hint.fixed_s,
-                   &st.hint.launch_s, &block, &lpb, &used) == 15 && used == (int) f[0].size() && rows > 0 &&
-            kk > 0 && tokens > 0 && experts > 0 && calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 &&
-            lpb >= 0;
+                   &st.hint.launch_s, &block, &lpb, &used) == 15 && rows > 0 && kk > 0 && tokens > 0 && experts > 0 &&
+            calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 && lpb >= 0;
+        for (int i = 0, more = 0; head_ok && i < npu_cost_hint::max_wide; ++i, used += more) {
+            head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&
+                      wide[i] >= 0 && std::isfinite(st.hint.wide_units[i]) && st.hint.wide_units[i] >= 0.0;
+        }
+        head_ok = head_ok && used == (int) f[0].size();
         bool models_ok = head_ok;
         cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
                                       &st.cpu_all, &st.npu_whole, &st.cpu_regroup };
@@ -78,6 +88,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0;
         st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
+        for (int i = 0; i < npu_cost_hint::max_wide; ++i) st.hint.wide_rows[i] = wide[i];
         read.emplace_back(k, st);
     }
     std::lock_guard<std::mutex> lock(mtx);

@@ -53,29 +53,58 @@ struct moe_routing {
     bool read(const ggml_tensor * ids, int64_t n_experts, std::string * why);
 };
 
-// The cost structure of a multiply on the NPU, as its worker predicts it from the kernel it will run (see
-// src/workers/npu/npu_cost.h): r rows take fixed_s + ceil(r / block_rows) * launches_per_block * launch_s seconds.
-// The planner counts the NPU's work in those launches and corrects both terms by measurement (planner.h).
+// The cost structure of a multiply on the NPU, as its worker predicts it from the blocks it will run (see
+// src/workers/npu/kernel_choice.h): r rows are run in the blocks for_blocks() lists, each launched
+// launches_per_block times (K blocks x token blocks), and take fixed_s + units(r) * launch_s seconds. The planner
+// counts the NPU's work in those units and corrects both terms by measurement (planner.h).
 struct npu_cost_hint {
+    static constexpr int max_wide = 3;
     double  fixed_s            = 0.0;   // per multiply whatever its rows (first dispatch, activation conversion)
-    double  launch_s           = 0.0;   // per kernel launch: dispatch, or the block's compute if longer
-    int64_t block_rows         = 0;     // weight rows per launch
+    double  launch_s           = 0.0;   // per launch of a block_rows block: the queued gap, then its compute
+    int64_t block_rows         = 0;     // the narrowest block's rows: the NPU's rows come in whole such blocks
     int64_t launches_per_block = 1;     // launches per block of rows: K blocks x token blocks (of every expert taken)
+    // Wider blocks the worker runs where the rows fill them, widest first (0: none), and each one's launch in
+    // launch_s: one launch of 1,024 rows instead of two of 512 saves a queued gap (35 us) and a result's set-up.
+    int64_t wide_rows[max_wide]  = {};
+    double  wide_units[max_wide] = {};
 
     bool blocks() const { return block_rows > 0 && launches_per_block > 0; }
-    // the same unit of work (a launch of the same block): measurements in one unit apply to the other
+    // The blocks `rows` rows run in: whole blocks of the widest size that fits, widest first, then block_rows blocks
+    // (the last one padded with zero rows). f(block's rows, its units) per block, in that order.
+    template <class F> void for_blocks(int64_t rows, F && f) const {
+        if (!blocks()) return;
+        for (int i = 0; i < max_wide && wide_rows[i] > 0; ++i) {
+            for (; rows >= wide_rows[i]; rows -= wide_rows[i]) f(wide_rows[i], wide_units[i]);
+        }
+        for (; rows > 0; rows -= block_rows) f(block_rows, 1.0);
+    }
+    // the launches of `rows` rows, in launches of a block_rows block
+    double units(int64_t rows) const {
+        double u = 0.0;
+        for_blocks(rows, [&u](int64_t, double x) { u += x; });
+        return u * (double) launches_per_block;
+    }
+    // the same unit of work (a launch of the same blocks): measurements in one unit apply to the other
     bool same_unit(const npu_cost_hint & o) const {
-        return blocks() == o.blocks() && (!blocks() || (block_rows == o.block_rows && launch_s == o.launch_s));
+        return blocks() == o.blocks() && (!blocks() || (block_rows == o.block_rows && launch_s == o.launch_s &&
+                                                        same_wide(o)));
+    }
+    bool same_wide(const npu_cost_hint & o) const {
+        for (int i = 0; i < max_wide; ++i) {
+            if (wide_rows[i] != o.wide_rows[i] || wide_units[i] != o.wide_units[i]) return false;
+        }
+        return true;
     }
     bool operator==(const npu_cost_hint & o) const {
         return fixed_s == o.fixed_s && launch_s == o.launch_s && block_rows == o.block_rows &&
-               launches_per_block == o.launches_per_block;
+               launches_per_block == o.launches_per_block && same_wide(o);
     }
 };
 
 // The block the NPU runs this multiply with, chosen once (npu_worker::describe) for the planner's hint and the run.
 struct npu_block {
-    const npu_kernel * kernel  = nullptr;   // null: the NPU does not take part
+    const npu_kernel * kernel  = nullptr;   // null: the NPU does not take part; the narrowest block (cost.block_rows)
+    const npu_kernel * wide[npu_cost_hint::max_wide] = {};   // the blocks of cost.wide_rows, same tokens and K
     int64_t            k_blocks = 0;        // K / the kernel's K block, rounded up
     int64_t            k_padded() const;    // that many K blocks: the converted weights' row stride
     npu_cost_hint      cost;

@@ -26,6 +26,8 @@ struct sim_worker {
     int64_t block_rows = 0;      // NPU with blocks: ceil(r / block_rows) * launches_per_block launches of launch_s
     int64_t launches_per_block = 1;
     double  launch_s = 0.0;
+    int64_t wide_rows = 0;       // NPU with blocks: a wider block it runs where the rows fill one (0: none)...
+    double  wide_units = 0.0;    // ...whose launch costs this many of launch_s
     bool    hint = false;        // the NPU tells the planner its blocks and a launch-time guess
     double  hint_error = 1.0;    // how far that guess is off (the planner must correct it by measurement)
     bool    units_hint = false;  // the NPU tells the planner its blocks only, no times
@@ -40,13 +42,23 @@ struct sim_worker {
     double time(int64_t rows, bool npu_along = false) const {
         if (rows <= 0) return 0.0;
         if (npu_along && next_to_npu != 1.0) return next_to_npu * time(rows);
-        if (block_rows > 0) return fixed_s + (double) ((rows + block_rows - 1) / block_rows * launches_per_block) * launch_s;
+        if (block_rows > 0) return fixed_s + blocks().units(rows) * launch_s;
         return fixed_s + (double) rows * row_s;
+    }
+    // its blocks as its worker describes them (npu_cost_hint), without times
+    npu_cost_hint blocks() const {
+        npu_cost_hint h{ 0.0, 0.0, block_rows, launches_per_block };
+        h.wide_rows[0]  = wide_rows;
+        h.wide_units[0] = wide_units;
+        return h;
     }
     plan_worker plan_view() const {
         plan_worker p{ kind, align };
-        if (hint && block_rows > 0) p.cost = { fixed_s * hint_error, launch_s * hint_error, block_rows, launches_per_block };
-        if (units_hint && block_rows > 0) p.cost = { 0.0, 0.0, block_rows, launches_per_block };
+        if ((hint || units_hint) && block_rows > 0) p.cost = blocks();
+        if (hint && block_rows > 0) {
+            p.cost.fixed_s  = fixed_s * hint_error;
+            p.cost.launch_s = launch_s * hint_error;
+        }
         return p;
     }
 };

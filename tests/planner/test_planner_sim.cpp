@@ -391,6 +391,49 @@ TEST(planner_sim, an_npu_that_measures_its_fixed_part_is_learned_from_one_size) 
     }
 }
 
+// The NPU's blocks as its worker runs them (npu_cost_hint::for_blocks): whole blocks of the widest size that fits,
+// widest first, then the narrowest, the last one padded; and their cost in launches of the narrowest.
+TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
+    npu_cost_hint h{ 0.0, 1e-4, 256, 2 };
+    h.wide_rows[0] = 1024; h.wide_units[0] = 3.0;
+    h.wide_rows[1] = 512;  h.wide_units[1] = 1.8;
+    auto blocks_of = [&h](int64_t rows) {
+        std::vector<int64_t> out;
+        h.for_blocks(rows, [&out](int64_t r, double) { out.push_back(r); });
+        return out;
+    };
+    EXPECT_EQ(blocks_of(1792), (std::vector<int64_t>{ 1024, 512, 256 }));
+    EXPECT_EQ(blocks_of(3072), (std::vector<int64_t>{ 1024, 1024, 1024 }));
+    EXPECT_EQ(blocks_of(300), (std::vector<int64_t>{ 256, 256 }));
+    EXPECT_EQ(blocks_of(1288), (std::vector<int64_t>{ 1024, 256, 256 }));
+    EXPECT_TRUE(blocks_of(0).empty());
+    EXPECT_DOUBLE_EQ(h.units(1792), 2 * (3.0 + 1.8 + 1.0));
+    EXPECT_DOUBLE_EQ(h.units(256), 2.0);
+    npu_cost_hint other = h;
+    other.wide_units[1] = 2.0;
+    EXPECT_FALSE(h.same_unit(other)) << "another block's cost is another unit of work";
+}
+
+// An NPU whose wide blocks cost less per row than its narrow ones (fewer launches, each with its queued gap): auto
+// counts its work in those blocks and finds the best split among the narrowest block's steps.
+TEST(planner_sim, an_npu_with_wider_blocks_converges_to_the_fastest_split) {
+    for (double speed : { 0.6, 1.5, 4.0 }) {
+        sim_worker npu = sim_npu(speed, true, true);
+        npu.block_rows = 256;
+        npu.launch_s   = 256 * 5e-6 / speed + 35e-6;
+        npu.wide_rows  = 1024;
+        npu.wide_units = (1024 * 5e-6 / speed + 35e-6) / npu.launch_s;
+        npu.reports_fixed = true;
+        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072);
+        const double opt = sim.optimum();
+        const int64_t c = calls_to_converge(sim, opt, 0.03);
+        printf("[figures] wide blocks, NPU %.1fx: optimum %.2f ms, within 3%% from call %lld, NPU %lld of 3072 rows\n",
+               speed, opt * 1e3, (long long) c, (long long) sim.planner.npu_rows_of(sim.key));
+        EXPECT_GE(c, 1) << speed << ": never within 3% of the optimum";
+        EXPECT_LE(c, 8) << speed;
+    }
+}
+
 // An NPU that is faster on every row than its model of a part says (the CPU's threads, with no rows, do its host
 // work): where the model puts it close to taking everything, auto tries every row, learns that time apart, and
 // settles there; where the model puts it far from it, auto does not try, and a whole that is no faster changes

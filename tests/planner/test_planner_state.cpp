@@ -56,6 +56,8 @@ TEST(cost_model_state, lines_it_did_not_write_are_refused) {
 TEST(planner_state, a_planner_that_reads_the_state_plans_as_the_one_that_wrote_it) {
     sim_worker fast = sim_npu(3.0, true, true), slow = sim_npu(0.2, true, true);
     fast.reports_fixed = slow.reports_fixed = true;
+    fast.wide_rows  = 1024;   // and wider blocks, whose cost is part of the NPU's unit of work
+    fast.wide_units = 1.9;
     split_planner first{ planner_options{} };
     simulation a(first, { fast, sim_cpu() }, 1024, 3072, 0.05, 1), b(first, { slow, sim_cpu() }, 3072, 1024, 0.05, 2);
     for (int i = 0; i < 60; ++i) {   // two shapes learned: the NPU 3x the CPU on one, 1/5x on the other

@@ -1,6 +1,8 @@
 #include "workers/npu/kernel_choice.h"
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace xdna::npu {
 
@@ -10,12 +12,16 @@ double npu_cost_model::launch_seconds(const npu_kernel & kn) const {
     return queued_s + kn.flops() / (kn.b == npu_dtype::i8 ? ops_per_s_i8 : flops_per_s);
 }
 
-npu_cost_hint npu_cost_model::hint(const npu_kernel & kn, int64_t launches_per_block, int64_t activations) const {
+npu_cost_hint npu_tiling::hint(const npu_cost_model & cost, int64_t launches_per_block, int64_t activations) const {
     npu_cost_hint h;
-    h.block_rows         = kn.rows;
+    h.block_rows         = kernel->rows;
     h.launches_per_block = launches_per_block;
-    h.launch_s           = launch_seconds(kn);
-    h.fixed_s            = dispatch_s + convert_s * (double) activations;
+    h.launch_s           = cost.launch_seconds(*kernel);
+    h.fixed_s            = cost.dispatch_s + cost.convert_s * (double) activations;
+    for (int i = 0; i < npu_cost_hint::max_wide && wide[i]; ++i) {
+        h.wide_rows[i]  = wide[i]->rows;
+        h.wide_units[i] = cost.launch_seconds(*wide[i]) / h.launch_s;
+    }
     return h;
 }
 
@@ -32,18 +38,27 @@ const npu_design * choose_design(const npu_manifest & m, npu_dtype a, npu_dtype 
 }
 
 npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int64_t tokens, int64_t rows, int64_t k,
-                         const npu_cost_model & cost) {
+                         const npu_cost_model & cost, int64_t max_rows) {
     npu_tiling best;
     best.predicted_s = std::numeric_limits<double>::infinity();
+    std::vector<const npu_kernel *> ks;   // by tokens, then widest first
     for (int idx : design.kernels) {
-        const npu_kernel & kn = m.kernels()[idx];
+        if (m.kernels()[idx].rows <= max_rows) ks.push_back(&m.kernels()[idx]);
+    }
+    std::sort(ks.begin(), ks.end(), [](const npu_kernel * a, const npu_kernel * b) {
+        return a->tokens != b->tokens ? a->tokens < b->tokens : a->rows > b->rows;
+    });
+    for (size_t i = 0, end = 0; i < ks.size(); i = end) {
+        // one token size: its narrowest block is the unit, the widest max_wide others are used where rows fill them
+        for (end = i; end < ks.size() && ks[end]->tokens == ks[i]->tokens;) ++end;
         npu_tiling t;
-        t.kernel       = &kn;
-        t.k_padded     = ceil_div(k, kn.k) * kn.k;
-        t.token_blocks = ceil_div(tokens, kn.tokens);
-        t.row_blocks   = ceil_div(rows, kn.rows);
-        t.k_blocks     = t.k_padded / kn.k;
-        t.predicted_s  = cost.dispatch_s + (double) t.launches() * cost.launch_seconds(kn);
+        t.kernel = ks[end - 1];
+        for (size_t j = i; j + 1 < end && j - i < size_t(npu_cost_hint::max_wide); ++j) t.wide[j - i] = ks[j];
+        t.k_padded     = ceil_div(k, t.kernel->k) * t.kernel->k;
+        t.token_blocks = ceil_div(tokens, t.kernel->tokens);
+        t.k_blocks     = t.k_padded / t.kernel->k;
+        const npu_cost_hint h = t.hint(cost, t.token_blocks * t.k_blocks, 0);
+        t.predicted_s = cost.dispatch_s + h.units(rows) * h.launch_s;
         if (t.predicted_s < best.predicted_s) best = t;
     }
     return best;

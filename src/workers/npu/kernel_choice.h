@@ -22,17 +22,20 @@ struct npu_cost_model {
 
     // One launch of `kn` in a stream of queued launches: the gap, then its compute.
     double launch_seconds(const npu_kernel & kn) const;
-    // The planner's prediction for a multiply run with `kn`: launches_per_block launches per block of rows, one
-    // first dispatch, `activations` values converted.
-    npu_cost_hint hint(const npu_kernel & kn, int64_t launches_per_block, int64_t activations) const;
 };
 
+// The blocks a multiply runs in: one token size, and its row sizes (the narrowest, and wider ones used where the rows
+// fill them: npu_cost_hint::for_blocks).
 struct npu_tiling {
-    const npu_kernel * kernel = nullptr;
+    const npu_kernel * kernel = nullptr;   // the narrowest block
+    const npu_kernel * wide[npu_cost_hint::max_wide] = {};   // wider blocks of the same tokens, widest first
     int64_t k_padded = 0;           // K rounded up to the kernel's K block: the converted weights' row stride
-    int64_t token_blocks = 0, row_blocks = 0, k_blocks = 0;
-    int64_t launches() const { return token_blocks * row_blocks * k_blocks; }
+    int64_t token_blocks = 0, k_blocks = 0;
     double  predicted_s = 0.0;
+
+    // The planner's prediction for a multiply run in these blocks: launches_per_block launches per block of rows
+    // (K blocks x token blocks, of every expert taken), one first dispatch, `activations` values converted.
+    npu_cost_hint hint(const npu_cost_model & cost, int64_t launches_per_block, int64_t activations) const;
 };
 
 // The design for (a, b) types and K: a K-complete design whose K block equals K when there is one, else the one with
@@ -40,8 +43,9 @@ struct npu_tiling {
 // weights' scale group. Null if the manifest has none.
 const npu_design * choose_design(const npu_manifest & m, npu_dtype a, npu_dtype b, int64_t k);
 
-// The block of `design` that finishes `tokens` x `rows` x K soonest.
+// The blocks of `design` that finish `tokens` x `rows` x K soonest: a token size, and its row sizes up to `max_rows`
+// (the widest block the worker's buffers hold).
 npu_tiling choose_tiling(const npu_manifest & m, const npu_design & design, int64_t tokens, int64_t rows, int64_t k,
-                         const npu_cost_model & cost);
+                         const npu_cost_model & cost, int64_t max_rows);
 
 }  // namespace xdna::npu

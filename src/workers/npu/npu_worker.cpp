@@ -63,14 +63,22 @@ struct npu_worker::block {
     int64_t job, tbi, rbi, kbi, a_block;
 };
 
+// A block of the worker's rows: its first row (from the worker's first) and the kernel that runs it (its rows: the
+// block's, past the worker's last row padded with zeros).
+struct npu_worker::row_block {
+    int64_t            row0 = 0;
+    const npu_kernel * kn = nullptr;
+};
+
 // One call: what it computes, with which kernel, and every launch in pipeline order.
 struct npu_worker::call {
     const multiply *    m = nullptr;
     row_range           rows;
     std::vector<job>    jobs;
-    const npu_kernel *  kn = nullptr;
-    int64_t             k = 0, ld = 0, tb = 0, rb = 0, kb = 0;
-    int64_t             k_blocks = 0, row_blocks = 0;
+    const npu_kernel *  kn = nullptr;      // the narrowest block (every block has its tokens and K block)
+    std::vector<row_block> row_blocks;     // the worker's rows in blocks, widest first (npu_cost_hint::for_blocks)
+    int64_t             k = 0, ld = 0, tb = 0, kb = 0;
+    int64_t             k_blocks = 0;
     size_t              a_elem = 2;
     std::vector<block>       blocks;      // every launch, in pipeline order
     // The arena's places for activation blocks (job, token block, K block): block ab lives at place ab % places;
@@ -188,7 +196,7 @@ bool npu_worker::describe(multiply & m) const {
         const ggml_tensor * ids = m.node->src[2];
         tokens = std::max<int64_t>(1, ids->ne[0] * ids->ne[1] / w->ne[2]);
     }
-    const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost);
+    const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost, slot_rows.load());
     int64_t token_blocks = (m.key.tokens + t.kernel->tokens - 1) / t.kernel->tokens, activations = w->ne[0] * m.key.tokens;
     if (m.is_id()) {
         token_blocks = activations = 0;
@@ -200,8 +208,9 @@ bool npu_worker::describe(multiply & m) const {
         if (token_blocks == 0) return false;   // every expert with tokens went to the CPU
     }
     m.npu.kernel   = t.kernel;
+    std::copy(t.wide, t.wide + npu_cost_hint::max_wide, m.npu.wide);
     m.npu.k_blocks = t.k_blocks;
-    m.npu.cost     = cost.hint(*t.kernel, token_blocks * t.k_blocks, activations);
+    m.npu.cost     = t.hint(cost, token_blocks * t.k_blocks, activations);
     // Whether the weight is converted already, so that rows of it cost the NPU no one-time work (counted as so: a
     // MUL_MAT_ID's, whose experts change from one multiply to the next, and one the cache cannot keep)
     m.npu.weights_ready = m.is_id() || !weight_cache::cacheable(w) ||
@@ -235,45 +244,75 @@ std::shared_ptr<resident_weight> npu_worker::place_weight(const ggml_tensor * w,
 }
 
 void npu_worker::reserve_slots(const npu_kernel & kn) {
-    // Buffers sized for the design's largest block serve every block of it, so they are allocated once per design:
-    // weights made resident later never leave the pipeline without pinned memory for its own buffers.
+    // Buffers sized for the design's widest block serve every block of it, so they are allocated once per design:
+    // weights made resident later never leave the pipeline without pinned memory for its own buffers. Where the
+    // locked-memory limit leaves too little for min_depth slots of the widest blocks, they are sized for the next
+    // narrower ones, which are then the widest the worker uses (slot_rows): an 8 MiB limit holds two slots of
+    // 512-row blocks (2 MiB each) and the arena, not two of 1,024 rows (4 MiB each).
     if (depth >= min_depth && slots[0]->design == kn.design) return;
     const npu_design & d = rt->manifest().design_of(kn);
+    std::vector<int64_t> widths;
+    for (int idx : d.kernels) widths.push_back(rt->manifest().kernels()[idx].rows);
+    std::sort(widths.rbegin(), widths.rend());
+    widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
+    for (size_t i = 0; i < widths.size(); ++i) {
+        if (reserve_slots_for(d, widths[i], i + 1 == widths.size())) {
+            slot_rows.store(widths[i]);
+            return;
+        }
+    }
+}
+
+// The slots for blocks of `d` up to `max_rows` rows: false where fewer than min_depth can be had (none kept then),
+// unless `last`, which throws.
+bool npu_worker::reserve_slots_for(const npu_design & d, int64_t max_rows, bool last) {
     size_t a = 0, b = 0, c = 0;
+    const npu_kernel * any = nullptr;
     for (int idx : d.kernels) {
         const npu_kernel & k = rt->manifest().kernels()[idx];
+        if (k.rows > max_rows) continue;
+        any = &k;
         a = std::max(a, k.a_bytes());
         b = std::max(b, k.b_bytes());
         c = std::max(c, k.c_bytes());
     }
-    depth = 0;
-    for (auto & s : slots) {
-        s->design = -1;
-        s->b = s->c = npu_buffer();   // released first: pinned memory is counted
-    }
+    release_slots();   // first: pinned memory is counted
+    if (!any) return false;
     // each slot with an activation place for its run in flight: the first min_depth are needed, the others taken
     // where the locked-memory limit allows them
     for (int i = 0; i < max_depth; ++i) {
         slot & s = *slots[i];
         try {
-            s.b = rt->alloc(kn, npu_arg::b, b);
-            s.c = rt->alloc(kn, npu_arg::c, c);
+            s.b = rt->alloc(*any, npu_arg::b, b);
+            s.c = rt->alloc(*any, npu_arg::c, c);
         } catch (const npu_error &) {
             s.b = s.c = npu_buffer();
-            if (i < min_depth) throw;
+            if (i < min_depth && last) throw;
+            if (i < min_depth) return release_slots();
             break;
         }
-        if (!reserve_arena(kn, size_t(i + 1) * a)) {
+        if (!reserve_arena(*any, size_t(i + 1) * a)) {
             s.b = s.c = npu_buffer();
-            if (i < min_depth) throw npu_error(npu_errc::buffer, "no NPU buffer for the activations");
+            if (i < min_depth && last) throw npu_error(npu_errc::buffer, "no NPU buffer for the activations");
+            if (i < min_depth) return release_slots();
             break;
         }
-        s.design = kn.design;
+        s.design = d.index;
         depth = i + 1;
     }
     if (depth < max_depth) {
         XDNA_LOG_DEBUG("NPU pipeline: %d runs in flight (the locked-memory limit leaves no room for %d)", depth, max_depth);
     }
+    return true;
+}
+
+bool npu_worker::release_slots() {
+    depth = 0;
+    for (auto & s : slots) {
+        s->design = -1;
+        s->b = s->c = npu_buffer();
+    }
+    return false;
 }
 
 bool npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {
@@ -382,10 +421,15 @@ void npu_worker::plan_jobs(call & c) const {
     c.k      = node->src[0]->ne[0];
     c.ld     = m.npu.k_padded();
     c.tb     = kn.tokens;
-    c.rb     = kn.rows;
     c.kb     = kn.k;
-    c.k_blocks   = m.npu.k_blocks;
-    c.row_blocks = (c.rows.size() + c.rb - 1) / c.rb;
+    c.k_blocks = m.npu.k_blocks;
+    int64_t row0 = 0;
+    m.npu.cost.for_blocks(c.rows.size(), [&](int64_t block_rows, double) {
+        const npu_kernel * bk = &kn;
+        for (const npu_kernel * w : m.npu.wide) if (w && w->rows == block_rows) bk = w;
+        c.row_blocks.push_back({ row0, bk });
+        row0 += block_rows;
+    });
     c.a_elem = w8 ? 1 : 2;
 }
 
@@ -400,7 +444,7 @@ void npu_worker::place_activations(call & c) {
         j.first_a      = a_blocks;
         for (int64_t tbi = 0; tbi < j.token_blocks; ++tbi) {
             for (int64_t kbi = 0; kbi < c.k_blocks; ++kbi, ++a_blocks) {
-                for (int64_t rbi = 0; rbi < c.row_blocks; ++rbi) {
+                for (int64_t rbi = 0; rbi < (int64_t) c.row_blocks.size(); ++rbi) {
                     c.blocks.push_back({ int64_t(&j - c.jobs.data()), tbi, rbi, kbi, a_blocks });
                 }
             }
@@ -530,15 +574,16 @@ void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
         c.a_unsynced[place] = 0;
     }
     const job & j = c.jobs[bl.job];
+    const row_block & rb = c.row_blocks[bl.rbi];
     resident_weight * res = j.weight->resident.get();
-    s.b_arg = res ? res->block(j.w_base + bl.rbi * c.rb, c.rb, bl.kbi) : nullptr;
+    s.b_arg = res ? res->block(j.w_base + rb.row0, rb.kn->rows, bl.kbi) : nullptr;
     if (s.b_arg) return;
-    trace::scope ts("copy weights", c.rb);
+    trace::scope ts("copy weights", rb.kn->rows);
     const size_t row_bytes = size_t(c.kb) * c.a_elem;
     uint8_t * b = (uint8_t *) s.b.data();
     const uint8_t * wt = w8 ? (const uint8_t *) j.weight->i8.data() : (const uint8_t *) j.weight->bf16.data();
-    for (int64_t r = 0; r < c.rb; ++r) {
-        const int64_t row = bl.rbi * c.rb + r;   // relative to rows.begin
+    for (int64_t r = 0; r < rb.kn->rows; ++r) {
+        const int64_t row = rb.row0 + r;   // relative to rows.begin
         uint8_t * dst = b + size_t(r) * row_bytes;
         if (c.rows.begin + row < c.rows.end) {
             const uint8_t * src = res ? res->row_block(j.w_base + row, bl.kbi)
@@ -548,7 +593,7 @@ void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
             memset(dst, 0, row_bytes);
         }
     }
-    s.b.sync_to_device();
+    s.b.sync_to_device(size_t(rb.kn->rows) * row_bytes);
     s.b_arg = &s.b;
 }
 
@@ -597,21 +642,23 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
     if (t_begin >= t_end) return true;
     const block & bl = c.blocks[i];
     const job & j = c.jobs[bl.job];
-    const int64_t r_end = std::min(c.rb, c.rows.end - (c.rows.begin + bl.rbi * c.rb));
-    const int64_t col = c.rows.begin + bl.rbi * c.rb;
+    const row_block & rb = c.row_blocks[bl.rbi];
+    const int64_t width = rb.kn->rows;   // the result's row stride: the block's rows
+    const int64_t r_end = std::min(width, c.rows.end - (c.rows.begin + rb.row0));
+    const int64_t col = c.rows.begin + rb.row0;
     const size_t elem = w8 ? sizeof(int32_t) : sizeof(float);
-    s.c.sync_from_device(size_t(t_end - t_begin) * c.rb * elem, size_t(t_begin) * c.rb * elem);
+    s.c.sync_from_device(size_t(t_end - t_begin) * width * elem, size_t(t_begin) * width * elem);
     const bool first = bl.kbi == 0;
     bool finite = true;
     if (w8) {
         const int32_t * ci = s.c.as<int32_t>();
         // int8 x int8 over kb inputs cannot exceed 127 * 127 * kb: anything beyond is a broken run
         const int64_t bound = int64_t(127) * 127 * c.kb;
-        const float * ws = &j.weight->scales[size_t(j.w_base + bl.rbi * c.rb) * j.weight->groups + bl.kbi];
+        const float * ws = &j.weight->scales[size_t(j.w_base + rb.row0) * j.weight->groups + bl.kbi];
         const size_t ws_step = j.weight->groups;
         const float * as = &act_scales[size_t(bl.a_block * c.tb)];
         for (int64_t t = t_begin; t < t_end; ++t) {
-            const int32_t * ct = ci + t * c.rb;
+            const int32_t * ct = ci + t * width;
             float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
             for (int64_t r = 0; c.check_finite && r < r_end; ++r) finite = finite && std::llabs((long long) ct[r]) <= bound;
             for (int64_t r = 0; r < r_end; ++r) {
@@ -623,7 +670,7 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
     }
     const float * cf = s.c.as<float>();
     for (int64_t t = t_begin; t < t_end; ++t) {
-        const float * ct = cf + t * c.rb;
+        const float * ct = cf + t * width;
         float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
         if (c.check_finite) finite = all_finite(ct, r_end) && finite;
         if (first) {
@@ -643,7 +690,7 @@ void npu_worker::run_pipeline(call & c) {
     auto launch = [&](slot & s, int64_t i) {
         fill_slot(c, s, i);
         trace::scope ts("launch");
-        s.run = rt->launch(*c.kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
+        s.run = rt->launch(*c.row_blocks[c.blocks[i].rbi].kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
     };
     try {
         for (int64_t i = 0; i < std::min<int64_t>(c.depth, n); ++i) {
@@ -692,6 +739,14 @@ work_result npu_worker::compute(const multiply & m, row_range rows) {
         }
     }
     reserve_slots(*c.kn);
+    for (const row_block & rb : c.row_blocks) {
+        // described before the locked-memory limit narrowed the slots (a design met for the first time): the next
+        // multiplies are described for the narrower blocks
+        if (rb.kn->rows > slot_rows.load()) {
+            return work_result::failed(work_failure::device_memory, "blocks wider than the locked-memory limit leaves "
+                                       "room for", now_seconds() - t0);
+        }
+    }
     place_activations(c);
     c.check_finite = rt->results_valid();
     run_pipeline(c);

@@ -1,9 +1,10 @@
 // The NPU worker: computes a range of output rows of a claimed multiply on the NPU (through XRT, or the software
 // XDNA1 where there is none), on a persistent thread of its own.
 //
-// Per multiply: the worker's rows are tiled into the kernel's blocks (edges padded with zeros); each block of
-// activations (tokens x one K block) is converted to bf16 (or int8 with one scale per token) when the first launch
-// that reads it is prepared, straight into an NPU buffer, and read in place by every launch that needs it. Three
+// Per multiply: the worker's rows are tiled into the kernel set's blocks, widest first (npu_cost_hint::for_blocks;
+// edges padded with zeros); each block of activations (tokens x one K block) is converted to bf16 (or int8 with one
+// scale per token) when the first launch that reads it is prepared, straight into an NPU buffer, and read in place by
+// every launch that needs it. Three
 // slots (two under a tight locked-memory limit), each with a run in flight, let the host take one block's result and
 // prepare the next launch while the NPU computes, the CPU worker's threads lent to take parts of each result (help());
 // partial sums over K blocks are added in f32 straight into the worker's rows of the result, int8 scales applied.
@@ -22,6 +23,7 @@
 #include "npu/npu_runtime.h"
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +63,8 @@ class npu_worker final : public async_worker {
     void load_designs();
     // The most pinned memory the activation arena grows to (16 MiB); past it, its places are reused in turn.
     void limit_activation_arena(size_t bytes) { arena_cap = bytes; }
+    // The widest block (rows) the pipeline's buffers hold, and so the widest it runs (the locked-memory limit decides).
+    int64_t widest_rows() const { return slot_rows.load(); }
 
     npu::weight_cache & cache() { return weights; }
     npu_runtime &  runtime() { return *rt; }
@@ -76,6 +80,7 @@ class npu_worker final : public async_worker {
     struct slot;
     struct job;
     struct block;
+    struct row_block;
     struct call;
     const npu_design * design_for(const ggml_tensor * w) const;
     work_result compute(const multiply & m, row_range rows);
@@ -93,6 +98,8 @@ class npu_worker final : public async_worker {
     // the cache's placer: an NPU buffer for a weight
     std::shared_ptr<npu::resident_weight> place_weight(const ggml_tensor * w, const npu::converted_weight & cw);
     void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
+    bool reserve_slots_for(const npu_design & d, int64_t max_rows, bool last);
+    bool release_slots();   // false
     bool reserve_arena(const npu_kernel & kn, size_t bytes);   // false: no bigger buffer to be had (it keeps its own)
 
     std::unique_ptr<npu_runtime> rt;
@@ -107,6 +114,7 @@ class npu_worker final : public async_worker {
     // locked-memory limit allows it (many distributions allow 8 MiB by default: two slots, 6 MiB, fit).
     static constexpr int         min_depth = 2, max_depth = 3;
     int                          depth = 0;    // slots reserved (and runs in flight at most): min_depth..max_depth
+    std::atomic<int64_t>         slot_rows{ INT64_MAX };   // the widest block the slots hold (describe() uses no wider)
     size_t                       arena_cap = size_t(16) << 20;   // pinned memory the arena grows to at most
     std::unique_ptr<slot>        slots[max_depth];
     // Every activation block of a call, converted straight into one NPU buffer kept from call to call (each block
