@@ -47,7 +47,9 @@ struct planner_options {
     int     reprobe_every  = 16;      // a shape the NPU dropped out of gets one block again after this many multiplies,
     int     reprobe_max_every = 128;  // then after twice as many each time it stays out, up to this many
     int     alone_every    = 64;      // a shape whose NPU takes rows has its CPU measured alone again after this many
-    int     alone_max_every = 512;    // multiplies, then after twice as many each time, up to this many
+    int     alone_max_every = 512;    // multiplies, then after twice as many each time, up to this many...
+    double  alone_cost     = 0.01;    // ...and at least as many as keep what those measurements cost (the CPU alone
+                                      // slower than the split) under this share of the shape's time
     double  whole_try      = 1.3;     // the NPU is tried on every row when its model predicts at most this many
                                       // times the best split's time for them (its whole is faster, see npu_whole)
     double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
@@ -184,6 +186,7 @@ class split_planner {
     void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                               bool ready, double p, double p_alone, plan_reason & why);
+    int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)

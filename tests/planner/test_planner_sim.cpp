@@ -509,6 +509,41 @@ TEST(planner_sim, a_cpu_measured_slow_at_the_start_is_measured_again) {
     EXPECT_EQ(sim.planner.npu_rows_of(sim.key), 0);
 }
 
+// The CPU alone is measured again now and then while the NPU takes rows, at a cost: the CPU alone slower than the
+// split. Where it is far slower (the NPU 4x the CPU on every row: a CPU-alone multiply costs 3x a split's), it is
+// measured seldom enough to keep that under alone_cost (1%) of the shape's time; where it is close (the NPU at 0.3x
+// the CPU's speed, on a quarter of the rows), every alone_every multiplies, doubling, as before (alone_cost 0 is the
+// rule before). Counted over 600 multiplies after the first 20.
+TEST(planner_sim, the_cpu_alone_is_measured_again_as_often_as_it_is_cheap) {
+    struct { const char * name; double speed, alone_cost; int64_t min_probes, max_probes; } cases[] = {
+        { "npu 4x", 4.0, 0.01, 0, 2 },
+        { "npu 4x, alone_cost 0", 4.0, 0.0, 3, 4 },
+        { "npu 0.3x", 0.3, 0.01, 3, 4 },
+    };
+    for (const auto & c : cases) {
+        sim_worker npu = sim_npu(c.speed, true, true);
+        npu.reports_fixed = true;
+        planner_options o = auto_opts();
+        o.alone_cost = c.alone_cost;
+        simulation sim(o, { npu, sim_cpu() }, 3072);
+        int64_t probes = 0;
+        double cost = 0.0, total = 0.0;
+        for (int i = 0; i < 620; ++i) {
+            const sim_result r = sim.step();
+            if (i < 20) continue;
+            total += r.makespan;
+            if (r.npu_rows == 0 && r.decision > 0) {
+                probes++;
+                cost += r.makespan;
+            }
+        }
+        printf("[figures] %s: %lld CPU-alone measurements in 600 multiplies, %.2f%% of their time\n", c.name,
+               (long long) probes, 100.0 * cost / total);
+        EXPECT_GE(probes, c.min_probes) << c.name;
+        EXPECT_LE(probes, c.max_probes) << c.name;
+    }
+}
+
 // At -t 16 of 16 cores the CPU worker computes one thread short while the NPU takes rows, and making its team whole
 // again after the multiply costs a thread's start (cpu_worker::regroup): a split that saves less than that loses to
 // the CPU alone. Here the split saves 17% of the CPU alone's time and the regrouping costs 26%; without it, the same
