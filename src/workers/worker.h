@@ -110,6 +110,11 @@ class worker {
     // Whether help() has anything to share: the engine lends threads only to such a worker.
     virtual bool shares_host_work() const { return false; }
 
+    // One-time work for rows of `m`'s weight it will take in later multiplies (the NPU: converting the weight), done
+    // now, on the CPU worker's threads where `m` offers them (m.on_cpu_threads): called after a multiply the planner
+    // kept it out of only to measure the CPU alone. Nothing by default.
+    virtual void prepare_ahead(const multiply & m) { (void) m; }
+
     // Seconds its device has been busy with work so far in this process (the NPU's runs), < 0 when not known.
     virtual double device_busy_seconds() const { return -1.0; }
 };

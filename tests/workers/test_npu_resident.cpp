@@ -390,6 +390,50 @@ TEST(npu_moe_engine, the_cpu_computes_the_small_experts_beside_the_npu) {
     ggml_free(ctx);
 }
 
+// A multiply the planner keeps from the NPU only to measure the CPU alone, of a shape whose NPU takes rows: the NPU's
+// one-time work for its weight (converting it into the cache) is done after the CPU's rows, so that the weight's next
+// multiply finds it ready (in llama-bench the untimed warm-up prompt measured the CPU alone on four weights that the
+// first timed prompt then converted). Two weights of one shape: A is probed twice (the NPU's first measurements),
+// the planner is then told the NPU is fast, so the next multiply, of B, measures the CPU alone; B must be converted
+// after it, and its result, all the CPU's, exact against fp64 (small integers).
+TEST(npu_engine, a_weight_measured_on_the_cpu_alone_is_converted_for_the_npu_after_it) {
+    workers_pair ws;
+    ASSERT_NO_FATAL_FAILURE(ws.make());
+    const int64_t k = 1024, rows = 512, tokens = 64;
+    integer_mm a(k, rows, tokens), b(k, rows, tokens);
+    for (integer_mm * mm : { &a, &b }) ggml_backend_buffer_set_usage(mm->buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    xdna::split_planner planner{ xdna::planner_options{} };
+    xdna::compute_engine engine(planner, planner, 1, *ws.cpu, { ws.npu.get() });
+    for (int i = 0; i < 2; ++i) {
+        xdna::next_graph();
+        ASSERT_EQ(engine.compute(a.y), GGML_STATUS_SUCCESS);
+    }
+    const xdna::shape_key key = xdna::describe_multiply(a.y).key;
+    ASSERT_EQ(key, xdna::describe_multiply(b.y).key);
+    for (int i = 0; i < 3; ++i) planner.report(key, xdna::worker_kind::npu, 256, 1e-6, true, 1e-7);   // a fast NPU
+    const int64_t ld = 1024;
+    const auto fmt = xdna::npu::weight_format::bf16;
+    ASSERT_FALSE(ws.npu->cache().cached(b.w, 0, fmt, ld));
+    const std::string before = engine.summary();
+    std::fill((float *) b.y->data, (float *) b.y->data + rows * tokens, NAN);
+    xdna::next_graph();
+    ASSERT_EQ(engine.compute(b.y), GGML_STATUS_SUCCESS);
+    EXPECT_GT(planner.npu_rows_of(key), 0) << "the planner must have settled on NPU rows";
+    auto npu_part = [](const std::string & s) { return s.substr(s.find("npu:"), s.find(" | cpu") - s.find("npu:")); };
+    EXPECT_EQ(npu_part(engine.summary()), npu_part(before))
+        << "the NPU must have had no rows of B's multiply (the CPU alone was measured): " << engine.summary();
+    EXPECT_TRUE(ws.npu->cache().cached(b.w, 0, fmt, ld)) << "B's weight was not converted after the CPU-alone multiply";
+    for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+            double ref = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) b.w->data)[r * k + i])) * ((const float *) b.x->data)[t * k + i];
+            }
+            ASSERT_EQ(((const float *) b.y->data)[t * rows + r], ref) << "token " << t << ", row " << r;
+        }
+    }
+}
+
 // Threads lent to the NPU worker (help(), GGML_XDNA_NPU_HELP) take parts of each block's result: the caller's thread
 // alone, or the CPU worker's team of two, all lent at once as the engine lends them (cpu_worker::run_on_threads). The
 // results must be the same bytes as the worker's thread alone gives, and exact against fp64 (small integers, exact in

@@ -497,6 +497,10 @@ void npu_worker::convert_weights_on_cpu(const multiply & m) {
     }
 }
 
+void npu_worker::prepare_ahead(const multiply & m) {
+    if (m.npu.kernel && !switched_off) convert_weights_on_cpu(m);
+}
+
 // On the caller's thread, the worker idle: the CPU worker's threads convert a dense multiply's activations straight
 // into the arena, in the layout the run reads (block (token block tbi, K block kbi) at place tbi * k_blocks + kbi, as
 // place_activations numbers them; rows of kb values), and the run then finds them held, as it finds those of an

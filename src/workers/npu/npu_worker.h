@@ -47,6 +47,8 @@ class npu_worker final : public async_worker {
     // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
     bool shares_host_work() const override { return true; }
+    // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
+    void prepare_ahead(const multiply & m) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
 
     // What the device calls itself (the emulator says it is one).
