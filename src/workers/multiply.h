@@ -69,14 +69,21 @@ struct npu_cost_hint {
     double  wide_units[max_wide] = {};
 
     bool blocks() const { return block_rows > 0 && launches_per_block > 0; }
-    // The blocks `rows` rows run in: whole blocks of the widest size that fits, widest first, then block_rows blocks
-    // (the last one padded with zero rows). f(block's rows, its units) per block, in that order.
+    // The blocks `rows` rows run in: whole blocks of the widest size that fits, widest first; then the rest (fewer
+    // rows than any wider block) in blocks of the one size that costs it least, the last one padded with zero rows
+    // (264 rows: one 512-row block rather than two of 256). f(block's rows, its units) per block, in that order.
     template <class F> void for_blocks(int64_t rows, F && f) const {
         if (!blocks()) return;
+        int64_t size = block_rows;
+        double  units = 1.0;
         for (int i = 0; i < max_wide && wide_rows[i] > 0; ++i) {
             for (; rows >= wide_rows[i]; rows -= wide_rows[i]) f(wide_rows[i], wide_units[i]);
         }
-        for (; rows > 0; rows -= block_rows) f(block_rows, 1.0);
+        for (int i = 0; i < max_wide && wide_rows[i] > 0; ++i) {
+            const double u = (double) ((rows + wide_rows[i] - 1) / wide_rows[i]) * wide_units[i];
+            if (u < (double) ((rows + size - 1) / size) * units) { size = wide_rows[i]; units = wide_units[i]; }
+        }
+        for (; rows > 0; rows -= size) f(size, units);
     }
     // the launches of `rows` rows, in launches of a block_rows block
     double units(int64_t rows) const {

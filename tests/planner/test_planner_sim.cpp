@@ -392,7 +392,8 @@ TEST(planner_sim, an_npu_that_measures_its_fixed_part_is_learned_from_one_size) 
 }
 
 // The NPU's blocks as its worker runs them (npu_cost_hint::for_blocks): whole blocks of the widest size that fits,
-// widest first, then the narrowest, the last one padded; and their cost in launches of the narrowest.
+// widest first, then the rest in the size that costs it least, the last one padded; and their cost in launches of
+// the narrowest.
 TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
     npu_cost_hint h{ 0.0, 1e-4, 256, 2 };
     h.wide_rows[0] = 1024; h.wide_units[0] = 3.0;
@@ -404,8 +405,9 @@ TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
     };
     EXPECT_EQ(blocks_of(1792), (std::vector<int64_t>{ 1024, 512, 256 }));
     EXPECT_EQ(blocks_of(3072), (std::vector<int64_t>{ 1024, 1024, 1024 }));
-    EXPECT_EQ(blocks_of(300), (std::vector<int64_t>{ 256, 256 }));
-    EXPECT_EQ(blocks_of(1288), (std::vector<int64_t>{ 1024, 256, 256 }));
+    EXPECT_EQ(blocks_of(300), (std::vector<int64_t>{ 512 }));
+    EXPECT_EQ(blocks_of(1288), (std::vector<int64_t>{ 1024, 512 })) << "the rest in the size that costs it least";
+    EXPECT_EQ(blocks_of(768), (std::vector<int64_t>{ 512, 256 }));
     EXPECT_TRUE(blocks_of(0).empty());
     EXPECT_DOUBLE_EQ(h.units(1792), 2 * (3.0 + 1.8 + 1.0));
     EXPECT_DOUBLE_EQ(h.units(256), 2.0);
