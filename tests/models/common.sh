@@ -13,7 +13,8 @@ skip() { echo "SKIP: $*"; exit 77; }
 need_plugin() { [[ "$plugin" != none && -f "$plugin" ]] || skip "the plugin (libggml-xdna.so) was not built"; }
 
 # stock CPU: no out-of-tree backend and the plugin hidden even if something loads it
-stock() { env -u GGML_BACKEND_PATH GGML_XDNA_DISABLE=1 "$@"; }
+stock_env=(env -u GGML_BACKEND_PATH GGML_XDNA_DISABLE=1)
+stock() { "${stock_env[@]}" "$@"; }
 # through the plugin, CPU worker only
 with_plugin() { env GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU=none "$@"; }
 

@@ -20,7 +20,10 @@ reply="$(sed -n '/^> Hello, who are you?/,$p' "$work/cli.txt" | sed 1d | grep -v
 
 # llama-server: a completion over HTTP
 port=$(( 20000 + ($$ % 20000) ))
-stock "$llama_bin/llama-server" -m "$model" -t 2 -c 512 --host 127.0.0.1 --port "$port" > "$work/server.log" 2>&1 &
+# started through env itself, not the stock function: a function run in the background is a subshell of its own, and
+# killing that (the trap below) left the server running
+"${stock_env[@]}" "$llama_bin/llama-server" -m "$model" -t 2 -c 512 --host 127.0.0.1 --port "$port" \
+    > "$work/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
