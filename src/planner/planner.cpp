@@ -289,10 +289,10 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
 // How often a shape whose NPU takes r rows measures the CPU alone again: after alone_every multiplies, or more where
 // each measurement costs more than alone_cost of the multiplies between (the CPU alone predicted x times the split's
 // time costs x - 1 of a multiply), up to alone_max_every. At -t 8 with the NPU emulated at 3,140 GFLOP/s the NPU took
-// every row and the CPU alone, 3-6x slower, was measured 12 times in a llama-bench process: auto ran at 0.93 of
-// share 1. The CPU alone is predicted at its faster model, alone or next to the NPU (the NPU's host thread only slows
-// the CPU): a model of the CPU alone measured slow at the start, which the measurement is there to correct, does not
-// put it off when the CPU next to the NPU has since been measured fast.
+// every row and the CPU alone, 3-6x slower, was measured 12 times in a llama-bench process of four prompts (now 6,
+// all in the first). The CPU alone is predicted at its faster model, alone or next to the NPU (the NPU's host thread
+// only slows the CPU): a model of the CPU alone measured slow at the start, which the measurement is there to
+// correct, does not put it off when the CPU next to the NPU has since been measured fast.
 int64_t split_planner::alone_every_for(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const {
     const cost_model & along = st.model[CPU];
     const double row_s = along.known() && along.slope() < p_alone ? along.slope() : p_alone;

@@ -430,7 +430,8 @@ TEST(npu_engine, a_weight_measured_on_the_cpu_alone_is_converted_for_the_npu_aft
         for (int64_t r = 0; r < rows; ++r) {
             double ref = 0;
             for (int64_t i = 0; i < k; ++i) {
-                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) b.w->data)[r * k + i])) * ((const float *) b.x->data)[t * k + i];
+                ref += double(ggml_fp16_to_fp32(((const ggml_fp16_t *) b.w->data)[r * k + i])) *
+                       ((const float *) b.x->data)[t * k + i];
             }
             ASSERT_EQ(((const float *) b.y->data)[t * rows + r], ref) << "token " << t << ", row " << r;
         }

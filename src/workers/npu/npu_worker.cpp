@@ -197,6 +197,7 @@ bool npu_worker::describe(multiply & m) const {
         tokens = std::max<int64_t>(1, ids->ne[0] * ids->ne[1] / w->ne[2]);
     }
     const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost, slot_rows.load());
+    if (!t.kernel) return false;   // no block of the design as narrow as the slots hold (another design's sizes)
     int64_t token_blocks = (m.key.tokens + t.kernel->tokens - 1) / t.kernel->tokens, activations = w->ne[0] * m.key.tokens;
     if (m.is_id()) {
         token_blocks = activations = 0;
