@@ -89,12 +89,20 @@ work_result compute_engine::cpu_part(const multiply & m, row_range own, const st
     return r;
 }
 
-ggml_status compute_engine::compute(const ggml_tensor * node) {
-    n_multiplies++;
+bool compute_engine::pairs() const {
+    if (!cpu.takes_pairs()) return false;
+    for (const worker * w : others) {
+        if (!w->takes_pairs()) return false;
+    }
+    return true;
+}
+
+ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor * twin) {
+    n_multiplies += twin ? 2 : 1;
     trace::name_thread("llama.cpp thread: CPU worker");
     const double t_start = trace::on() ? now_seconds() : 0.0;
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
-    multiply m = describe_multiply(node);
+    multiply m = describe_multiply(node, twin);
     planner.assign_experts(m);
 
     std::vector<worker *>    ws;
@@ -140,7 +148,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         XDNA_LOG_ERROR("CPU worker failed on %s: %s", m.key.str().c_str(), cpu_res.why().c_str());
         return cpu_res.status;
     }
-    if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size(), cpu_res);
+    if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size() * m.nodes(), cpu_res);
 
     // The CPU worker's team is idle now: it takes a share of the device workers' host work until they are done, where
     // a core is free for the NPU worker's thread beside it. Where the team took every core, its threads still spin
@@ -161,7 +169,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         if (busy0[i] >= 0.0) sums[(int) ws[i]->kind()].busy += ws[i]->device_busy_seconds() - busy0[i];
         planner.report(m.key, ws[i]->kind(), rows[i].size(), r.seconds - r.once_seconds, r.ok(),
                        r.fixed_seconds >= 0.0 ? std::max(0.0, r.fixed_seconds - r.once_seconds) : -1.0);
-        account(ws[i]->kind(), rows[i].size(), r);
+        account(ws[i]->kind(), rows[i].size() * m.nodes(), r);
         if (r.ok()) continue;
         // the result must still be right: the CPU redoes these rows
         XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),
@@ -192,8 +200,9 @@ ggml_status compute_engine::compute(const ggml_tensor * node) {
         }
     }
     if (trace::on()) {
-        trace::add("multiply", t_start, now_seconds(), m.key.rows, std::string(node->name) + ": " + m.key.str() +
-                   ": npu " + std::to_string(npu) + " rows (" + plan_reason_name(why) + ")");
+        const std::string names = std::string(node->name) + (twin ? std::string(" + ") + twin->name : "");
+        trace::add("multiply", t_start, now_seconds(), m.key.rows, names + ": " + m.key.str() + ": npu " +
+                   std::to_string(npu) + " rows (" + plan_reason_name(why) + ")");
     }
     return GGML_STATUS_SUCCESS;
 }

@@ -17,7 +17,10 @@ class compute_engine {
     compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
                    std::vector<worker *> others, bool cpu_convert = true, bool help = true);
 
-    ggml_status compute(const ggml_tensor * node);
+    // `twin`: a second MUL_MAT computed with `node` as one multiply (multiply_pair(node, twin) must hold, and pairs())
+    ggml_status compute(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
+    // Whether every worker computes pairs of multiplies as one (multiply::twin)
+    bool pairs() const;
 
     // One line: per worker the rows it computed and the time it took, since this engine was made.
     std::string summary() const;

@@ -87,18 +87,38 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
     }
 }
 
+// The node after `i` that computes something (views and reshapes compute nothing), or -1.
+static int ggml_backend_xdna_next_computed(const struct ggml_cgraph * cgraph, int i) {
+    for (int j = i + 1; j < cgraph->n_nodes; j++) {
+        const ggml_tensor * n = cgraph->nodes[j];
+        if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
+        switch (n->op) {
+            case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
+                continue;
+            default:
+                return j;
+        }
+    }
+    return -1;
+}
+
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     xdna_state().prompt_arrived(ctx->cpu->threads());
     next_graph();
+    const bool pairs = get_config().pairs && ctx->engine->pairs();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
         if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
         switch (node->op) {
             case GGML_OP_MUL_MAT:
             case GGML_OP_MUL_MAT_ID: {
-                const ggml_status st = ctx->engine->compute(node);
+                // the next multiply of the same input is computed with this one (K after V, up after gate)
+                const int j = pairs ? ggml_backend_xdna_next_computed(cgraph, i) : -1;
+                const ggml_tensor * twin = j >= 0 && multiply_pair(node, cgraph->nodes[j]) ? cgraph->nodes[j] : nullptr;
+                const ggml_status st = ctx->engine->compute(node, twin);
                 if (st != GGML_STATUS_SUCCESS) return st;
+                if (twin) i = j;
                 break;
             }
             case GGML_OP_NONE:

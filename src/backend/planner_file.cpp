@@ -24,7 +24,7 @@ namespace xdna {
 
 namespace {
 
-constexpr const char * header = "ggml-xdna planner state 3";   // 3: the NPU's wider blocks in the hint
+constexpr const char * header = "ggml-xdna planner state 4";   // 4: pairs of multiplies; 3: the wider blocks
 
 std::string read_file(const std::string & path, bool * ok) {
     std::ifstream f(path, std::ios::binary);

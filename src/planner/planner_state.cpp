@@ -32,9 +32,9 @@ std::string split_planner::save_state() const {
     std::vector<std::string> lines;   // sorted: the same state gives the same text
     char buf[512];
     for (const auto & [k, st] : shapes) {
-        snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
+        snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
                  k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
-                 (int) k.repacked, (long long) st.calls, (long long) st.npu_cur, (int) st.npu_split,
+                 (int) k.repacked, k.weights, (long long) st.calls, (long long) st.npu_cur, (int) st.npu_split,
                  (long long) st.whole_tries, st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
@@ -68,9 +68,10 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         long long wide[npu_cost_hint::max_wide] = {};
         bool head_ok =
             f.size() == 1 + n_models &&
-            sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
-                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &calls, &cur, &split, &tries, &st.hint.fixed_s,
-                   &st.hint.launch_s, &block, &lpb, &used) == 15 && rows > 0 && kk > 0 && tokens > 0 && experts > 0 &&
+            sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
+                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.weights, &calls, &cur, &split, &tries,
+                   &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 16 && rows > 0 && kk > 0 &&
+            tokens > 0 && experts > 0 && (k.weights == 1 || k.weights == 2) &&
             calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 && lpb >= 0;
         for (int i = 0, more = 0; head_ok && i < npu_cost_hint::max_wide; ++i, used += more) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&

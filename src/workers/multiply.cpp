@@ -9,16 +9,17 @@ namespace xdna {
 
 std::string shape_key::str() const {
     char buf[160];
-    snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s", ggml_op_name((ggml_op) op),
+    snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s%s", ggml_op_name((ggml_op) op),
              ggml_type_name((ggml_type) type), repacked ? "(repacked)" : "", (long long) k, (long long) rows,
-             (long long) tokens, experts > 1 ? (" experts=" + std::to_string(experts)).c_str() : "");
+             (long long) tokens, experts > 1 ? (" experts=" + std::to_string(experts)).c_str() : "",
+             weights > 1 ? (" x" + std::to_string(weights)).c_str() : "");
     return buf;
 }
 
 size_t shape_key_hash::operator()(const shape_key & s) const {
     size_t h = 1469598103934665603ull;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked);
+    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked); mix(s.weights);
     return h;
 }
 
@@ -74,13 +75,34 @@ bool multiply::any_on_cpu() const {
     return false;
 }
 
-multiply describe_multiply(const ggml_tensor * node) {
+multiply describe_multiply(const ggml_tensor * node, const ggml_tensor * twin) {
     multiply m;
     m.node     = node;
+    m.twin     = twin;
     m.repacked = xdna_tensor_in_repack_buffer(node->src[0]);
     m.key      = shape_key_of(node, m.repacked);
+    m.key.weights = m.nodes();
     if (node->op == GGML_OP_MUL_MAT_ID) m.routing.read(node->src[2], node->src[0]->ne[2], &m.routing_error);
     return m;
+}
+
+static bool same_layout(const ggml_tensor * a, const ggml_tensor * b) {
+    if (a->type != b->type) return false;
+    for (int d = 0; d < GGML_MAX_DIMS; ++d) {
+        if (a->ne[d] != b->ne[d] || a->nb[d] != b->nb[d]) return false;
+    }
+    return true;
+}
+
+bool multiply_pair(const ggml_tensor * a, const ggml_tensor * b) {
+    if (a->op != GGML_OP_MUL_MAT || b->op != GGML_OP_MUL_MAT) return false;
+    const ggml_tensor * xa = a->src[1], * xb = b->src[1];
+    if (xa != xb && (xa->data == nullptr || xa->data != xb->data || !same_layout(xa, xb))) return false;
+    if (b->src[1] == a || b->src[0] == a) return false;
+    if (!same_layout(a->src[0], b->src[0]) || !same_layout(a, b)) return false;
+    // 2-D weights and inputs only: a batch of matrices (attention's) is not what the workers split
+    if (a->src[0]->ne[2] * a->src[0]->ne[3] != 1 || xa->ne[2] * xa->ne[3] != 1) return false;
+    return xdna_tensor_in_repack_buffer(a->src[0]) == xdna_tensor_in_repack_buffer(b->src[0]);
 }
 
 }  // namespace xdna

@@ -25,13 +25,14 @@ struct shape_key {
     int64_t tokens   = 0;   // tokens (columns of the activations)
     int64_t experts  = 1;   // MUL_MAT_ID: experts in the weight
     bool    repacked = false;
+    int     weights  = 1;   // 2: a pair of multiplies with one input (multiply::twin), rows of both at once
 
     bool operator==(const shape_key & o) const {
         return op == o.op && type == o.type && k == o.k && rows == o.rows && tokens == o.tokens &&
-               experts == o.experts && repacked == o.repacked;
+               experts == o.experts && repacked == o.repacked && weights == o.weights;
     }
     std::string str() const;
-    double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens; }   // of the whole multiply
+    double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens * (double) weights; }   // all of it
 };
 
 struct shape_key_hash {
@@ -137,6 +138,10 @@ using cpu_parallel = std::function<bool(const std::function<void(int ith, int nt
 
 struct multiply {
     const ggml_tensor * node     = nullptr;
+    // A second MUL_MAT of the same input and a weight of the same type, shape and layout, computed with it (K and V,
+    // gate and up: consecutive in llama.cpp's graphs): a range of rows is that range of both results, so each worker
+    // runs both from one plan, and the NPU keeps one stream of launches instead of starting a second (multiply_pair).
+    const ggml_tensor * twin     = nullptr;
     shape_key           key;
     bool                repacked = false;   // the weight is in the CPU's repacked layout (8-row groups)
     moe_routing         routing;            // MUL_MAT_ID only
@@ -149,11 +154,20 @@ struct multiply {
     cpu_parallel        on_cpu_threads;     // empty: not offered
 
     bool is_id() const { return node->op == GGML_OP_MUL_MAT_ID; }
+    // the multiply's nodes: node, then the twin if there is one
+    int nodes() const { return twin ? 2 : 1; }
+    const ggml_tensor * node_at(int i) const { return i == 0 ? node : twin; }
     bool on_cpu(int64_t expert) const { return !cpu_expert.empty() && cpu_expert[expert]; }
     bool any_on_cpu() const;
 };
 
-// The description of `node` (a claimed MUL_MAT or MUL_MAT_ID): its key, layout and routing.
-multiply describe_multiply(const ggml_tensor * node);
+// The description of `node` (a claimed MUL_MAT or MUL_MAT_ID): its key, layout and routing; with `twin`
+// (multiply_pair(node, twin) true), of both.
+multiply describe_multiply(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
+
+// Whether MUL_MATs a and b can be computed as one multiply (multiply::twin): the same input (the same tensor, or the
+// same data and layout), weights of the same type, shape and layout (both repacked or neither), results of the same
+// shape, and b not reading a's result.
+bool multiply_pair(const ggml_tensor * a, const ggml_tensor * b);
 
 }  // namespace xdna

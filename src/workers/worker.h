@@ -115,6 +115,9 @@ class worker {
     // kept it out of only to measure the CPU alone. Nothing by default.
     virtual void prepare_ahead(const multiply & m) { (void) m; }
 
+    // Whether it computes a pair of multiplies as one (multiply::twin): the engine pairs only where every worker does.
+    virtual bool takes_pairs() const { return false; }
+
     // Seconds its device has been busy with work so far in this process (the NPU's runs), < 0 when not known.
     virtual double device_busy_seconds() const { return -1.0; }
 };

@@ -181,39 +181,44 @@ int64_t cpu_worker::row_align(const multiply & m) const {
     return m.repacked ? XDNA_REPACK_ROWS : 1;   // repacked weights are interleaved in groups of rows
 }
 
-work_result cpu_worker::compute(const multiply & m, row_range rows) {
-    const double t0 = now_seconds();
-    work_result res;
-    if (rows.empty()) return res;
-    const ggml_tensor * node = m.node;
-    const int64_t align = row_align(m);
-    if (rows.begin % align != 0 || (rows.end % align != 0 && rows.end != node->src[0]->ne[1])) {
-        // a repacked weight sliced off its 8-row groups computes garbage without any error: refuse instead
-        return work_result::failed(work_failure::misaligned_rows,
-                                   "[" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) + ") against " +
-                                       std::to_string(align) + "-row groups");
-    }
-
+// Rows [begin, end) of `node` as a node of the worker's context: the weight's rows (of every expert) in its own buffer,
+// so its layout stays, and the same rows of the result, computed in place. Null when the views cannot be made.
+static ggml_tensor * cpu_worker_rows_node(ggml_context * ctx, const ggml_tensor * node, row_range rows) {
     ggml_tensor * w   = node->src[0];
     ggml_tensor * dst = const_cast<ggml_tensor *>(node);
-    ggml_reset(p->ctx);
-
-    // rows [begin, end) of the weight (of every expert), in the weight's own buffer so its layout stays
-    ggml_tensor * wv = ggml_view_3d(p->ctx, w, w->ne[0], rows.size(), w->ne[2], w->nb[1], w->nb[2], rows.begin * w->nb[1]);
-    // the same rows of the result, computed in place
-    ggml_tensor * dv = ggml_view_4d(p->ctx, dst, rows.size(), dst->ne[1], dst->ne[2], dst->ne[3],
+    ggml_tensor * wv = ggml_view_3d(ctx, w, w->ne[0], rows.size(), w->ne[2], w->nb[1], w->nb[2], rows.begin * w->nb[1]);
+    ggml_tensor * dv = ggml_view_4d(ctx, dst, rows.size(), dst->ne[1], dst->ne[2], dst->ne[3],
                                     dst->nb[1], dst->nb[2], dst->nb[3], rows.begin * dst->nb[0]);
     if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS || ggml_backend_view_init(dv) != GGML_STATUS_SUCCESS) {
-        return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
+        return nullptr;
     }
     dv->op = node->op;
     memcpy(dv->op_params, node->op_params, sizeof(dv->op_params));
     for (int i = 0; i < GGML_MAX_SRC; ++i) dv->src[i] = node->src[i];
     dv->src[0] = wv;
     dv->flags |= GGML_TENSOR_FLAG_COMPUTE;   // ggml_graph_add_node does not set it, and the CPU skips nodes without it
+    return dv;
+}
 
+work_result cpu_worker::compute(const multiply & m, row_range rows) {
+    const double t0 = now_seconds();
+    work_result res;
+    if (rows.empty()) return res;
+    const int64_t align = row_align(m);
+    if (rows.begin % align != 0 || (rows.end % align != 0 && rows.end != m.node->src[0]->ne[1])) {
+        // a repacked weight sliced off its 8-row groups computes garbage without any error: refuse instead
+        return work_result::failed(work_failure::misaligned_rows,
+                                   "[" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) + ") against " +
+                                       std::to_string(align) + "-row groups");
+    }
+    // the rows of the multiply's nodes (a pair's two: one graph, one start of the team), in place in their results
+    ggml_reset(p->ctx);
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
-    ggml_graph_add_node(g, dv);
+    for (int i = 0; i < m.nodes(); ++i) {
+        ggml_tensor * dv = cpu_worker_rows_node(p->ctx, m.node_at(i), rows);
+        if (!dv) return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
+        ggml_graph_add_node(g, dv);
+    }
     const ggml_status st = p->compute(g);
     if (st != GGML_STATUS_SUCCESS) {
         res = work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);

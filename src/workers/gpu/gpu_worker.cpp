@@ -162,6 +162,7 @@ gpu_worker::~gpu_worker() {
 
 bool gpu_worker::accepts(const multiply & m) const {
     const ggml_tensor * node = m.node, * w = node->src[0];
+    if (m.twin) return false;   // one multiply at a time (takes_pairs): the engine pairs none next to this worker
     const ggml_tensor * base = w->view_src ? w->view_src : w;
     // the device copy is made from the weight's bytes: only plain host memory can be read that way. The CPU's
     // CPU_REPACK (and AMX) buffers are not host buffers in ggml's sense: their layout is the CPU kernels' own.

@@ -31,6 +31,7 @@ struct npu_worker::slot {
 
 // One matrix of a multiply for the pipeline: a MUL_MAT, or one expert of a MUL_MAT_ID with its routed tokens.
 struct npu_worker::job {
+    const ggml_tensor *      w = nullptr;  // the weight (of every expert)
     int64_t                  n_tokens = 0;
     std::vector<char *>      out;          // per token: where its row 0 of the result goes (f32, rows contiguous)
     std::vector<const float *> src;        // per token: its row of the activations (f32)
@@ -38,9 +39,7 @@ struct npu_worker::job {
     converted_weight         scratch;
     const converted_weight * weight = nullptr;
     int64_t                  w_base = 0;   // row of `weight` holding the worker's first row
-    int64_t                  token_blocks = 0;
     int64_t                  expert = 0;
-    int64_t                  first_a = 0;  // index of its first activation block in the call
     double                   cache_seconds = 0.0;   // spent getting the weight from the cache (converting it once)
 };
 
@@ -211,11 +210,16 @@ bool npu_worker::describe(multiply & m) const {
     m.npu.kernel   = t.kernel;
     std::copy(t.wide, t.wide + npu_cost_hint::max_wide, m.npu.wide);
     m.npu.k_blocks = t.k_blocks;
-    m.npu.cost     = t.hint(cost, token_blocks * t.k_blocks, activations);
-    // Whether the weight is converted already, so that rows of it cost the NPU no one-time work (counted as so: a
+    // a pair: each block of rows launched for both weights, on the same activations
+    m.npu.cost     = t.hint(cost, token_blocks * t.k_blocks * m.nodes(), activations);
+    // Whether the weights are converted already, so that rows of them cost the NPU no one-time work (counted as so: a
     // MUL_MAT_ID's, whose experts change from one multiply to the next, and one the cache cannot keep)
-    m.npu.weights_ready = m.is_id() || !weight_cache::cacheable(w) ||
-                          weights.cached(w, 0, w8 ? weight_format::int8 : weight_format::bf16, m.npu.k_padded());
+    m.npu.weights_ready = true;
+    for (int i = 0; i < m.nodes() && !m.is_id(); ++i) {
+        const ggml_tensor * wi = m.node_at(i)->src[0];
+        m.npu.weights_ready = m.npu.weights_ready && (!weight_cache::cacheable(wi) ||
+            weights.cached(wi, 0, w8 ? weight_format::int8 : weight_format::bf16, m.npu.k_padded()));
+    }
     return true;
 }
 
@@ -368,7 +372,8 @@ work_result npu_worker::run(const multiply & m, row_range rows) {
     return r;
 }
 
-bool npu_worker::prepare_job(job & j, const ggml_tensor * w, row_range rows, int64_t ld, std::string * err) {
+bool npu_worker::prepare_job(job & j, row_range rows, int64_t ld, std::string * err) {
+    const ggml_tensor * w = j.w;
     const int64_t expert = j.expert;
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const double t0 = now_seconds();
@@ -393,19 +398,25 @@ void npu_worker::plan_jobs(call & c) const {
     const multiply & m = *c.m;
     const ggml_tensor * node = m.node, * x = node->src[1];
     if (!m.is_id()) {
-        job j;
-        j.n_tokens = x->ne[1];
-        for (int64_t t = 0; t < j.n_tokens; ++t) {
-            j.out.push_back((char *) node->data + t * node->nb[1]);
-            j.src.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
+        // one job per weight of the multiply (a pair's two read the same activations)
+        for (int i = 0; i < m.nodes(); ++i) {
+            const ggml_tensor * out = m.node_at(i);
+            job j;
+            j.w        = out->src[0];
+            j.n_tokens = x->ne[1];
+            for (int64_t t = 0; t < j.n_tokens; ++t) {
+                j.out.push_back((char *) out->data + t * out->nb[1]);
+                j.src.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
+            }
+            c.jobs.push_back(std::move(j));
         }
-        c.jobs.push_back(std::move(j));
     } else {
         // the result row of (token, slot) sits at t * nb2 + s * nb1 of dst, its input at the same slot of src1, or
         // slot 0 when src1 has one row per token (broadcast)
         for (int64_t e = 0; e < m.routing.experts(); ++e) {
             if (m.routing.tokens_of(e) == 0 || m.on_cpu(e)) continue;
             job j;
+            j.w        = node->src[0];
             j.n_tokens = m.routing.tokens_of(e);
             j.expert   = e;
             const moe_routing::pair * routed = m.routing.begin_of(e);
@@ -434,19 +445,22 @@ void npu_worker::plan_jobs(call & c) const {
     c.a_elem = w8 ? 1 : 2;
 }
 
-// Every launch of the call, in order: job, token block, K block, row block (fastest). Consecutive launches then share
-// their activations, and the partial sums over K go straight into the result rows, the first K block writing them
-// and the others adding, in K order. Each activation block gets its place in the arena; it is converted when the
-// first launch that reads it is prepared.
+// Every launch of the call, in order: job, token block, K block, row block (fastest); a pair's two jobs, which read
+// the same activations, as one, the second's row blocks after the first's for each block of activations. Consecutive
+// launches then share their activations, and the partial sums over K go straight into the result rows, the first K
+// block writing them and the others adding, in K order. Each activation block gets its place in the arena; it is
+// converted when the first launch that reads it is prepared.
 void npu_worker::place_activations(call & c) {
     int64_t a_blocks = 0;
-    for (job & j : c.jobs) {
-        j.token_blocks = (j.n_tokens + c.tb - 1) / c.tb;
-        j.first_a      = a_blocks;
-        for (int64_t tbi = 0; tbi < j.token_blocks; ++tbi) {
+    const int64_t n_jobs = (int64_t) c.jobs.size(), group = c.m->is_id() ? 1 : n_jobs;   // jobs of one input
+    for (int64_t j0 = 0; j0 < n_jobs; j0 += group) {
+        const int64_t token_blocks = (c.jobs[j0].n_tokens + c.tb - 1) / c.tb;
+        for (int64_t tbi = 0; tbi < token_blocks; ++tbi) {
             for (int64_t kbi = 0; kbi < c.k_blocks; ++kbi, ++a_blocks) {
-                for (int64_t rbi = 0; rbi < (int64_t) c.row_blocks.size(); ++rbi) {
-                    c.blocks.push_back({ int64_t(&j - c.jobs.data()), tbi, rbi, kbi, a_blocks });
+                for (int64_t ji = j0; ji < j0 + group; ++ji) {
+                    for (int64_t rbi = 0; rbi < (int64_t) c.row_blocks.size(); ++rbi) {
+                        c.blocks.push_back({ ji, tbi, rbi, kbi, a_blocks });
+                    }
                 }
             }
         }
@@ -484,16 +498,18 @@ void npu_worker::place_activations(call & c) {
 // ran at 756 and 816 prompt tokens/s where a fixed share 0.5, whose weights all convert in the first prompt, ran at
 // 1,237 and 1,107). Found in the cache, a weight costs a lookup here.
 void npu_worker::convert_weights_on_cpu(const multiply & m) {
-    if (!m.is_id() && m.npu.weights_ready) return;   // describe() found it converted (or not to be kept)
-    const ggml_tensor * w = m.node->src[0];
+    if (!m.is_id() && m.npu.weights_ready) return;   // describe() found them converted (or not to be kept)
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const int64_t experts = m.is_id() ? m.routing.experts() : 1;
     std::string err;
-    for (int64_t e = 0; e < experts; ++e) {
-        if (m.is_id() && (m.routing.tokens_of(e) == 0 || m.on_cpu(e))) continue;   // the experts plan_jobs takes
-        if (!weights.cached(w, e, fmt, m.npu.k_padded())) {
-            trace::scope ts("convert weight (CPU threads)", w->ne[1]);
-            weights.get(w, e, fmt, m.npu.k_padded(), &err, nullptr, &m.on_cpu_threads);
+    for (int i = 0; i < m.nodes(); ++i) {
+        const ggml_tensor * w = m.node_at(i)->src[0];
+        for (int64_t e = 0; e < experts; ++e) {
+            if (m.is_id() && (m.routing.tokens_of(e) == 0 || m.on_cpu(e))) continue;   // the experts plan_jobs takes
+            if (!weights.cached(w, e, fmt, m.npu.k_padded())) {
+                trace::scope ts("convert weight (CPU threads)", w->ne[1]);
+                weights.get(w, e, fmt, m.npu.k_padded(), &err, nullptr, &m.on_cpu_threads);
+            }
         }
     }
 }
@@ -738,7 +754,7 @@ work_result npu_worker::compute(const multiply & m, row_range rows) {
         trace::scope tw("weights");
         std::string err;
         for (job & j : c.jobs) {
-            if (!prepare_job(j, m.node->src[0], rows, c.ld, &err)) {
+            if (!prepare_job(j, rows, c.ld, &err)) {
                 return work_result::failed(work_failure::weight_conversion, err, now_seconds() - t0);
             }
         }

@@ -47,6 +47,8 @@ class npu_worker final : public async_worker {
     // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
     bool shares_host_work() const override { return true; }
+    // a pair's launches are one stream, its blocks of activations read by both weights' launches (place_activations)
+    bool takes_pairs() const override { return true; }
     // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
     void prepare_ahead(const multiply & m) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
@@ -88,7 +90,7 @@ class npu_worker final : public async_worker {
     work_result compute(const multiply & m, row_range rows);
     // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
     void plan_jobs(call & c) const;
-    bool prepare_job(job & j, const ggml_tensor * w, row_range rows, int64_t ld, std::string * err);
+    bool prepare_job(job & j, row_range rows, int64_t ld, std::string * err);
     void place_activations(call & c);
     void run_pipeline(call & c);
     void fill_slot(call & c, slot & s, int64_t i);

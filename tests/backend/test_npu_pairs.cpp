@@ -1,0 +1,208 @@
+// Two multiplies of one input computed as one (multiply::twin; K and V, gate and up in llama.cpp's graphs), at the
+// share CTest sets (GGML_XDNA_NPU_SHARE), on the emulated NPU in exact mode:
+// - each result of the pair is, byte for byte, what the same backend gives for that multiply alone (the same blocks,
+//   activations and sums: pairing changes when the work runs, never what it computes);
+// - the CPU worker's rows are the stock CPU's, bit for bit, and the whole result matches the stock CPU's within
+//   test-backend-ops' tolerance for MUL_MAT (NMSE 5e-4);
+// - the pair really was one multiply (its shape "x2" in the planner's lines of the report), unless GGML_XDNA_PAIRS=0,
+//   and the NPU took its rows of both;
+// - multiply_pair() pairs only what it may.
+#include "repacked_case.h"
+
+#include "workers/multiply.h"
+
+#include <cstdio>
+#include <fstream>
+
+using namespace xdna_test;
+
+namespace {
+
+// A weight in the CPU backend's repacked buffer, or a plain one; real quantized data from `seed`.
+ggml_tensor * new_weight(ggml_context * ctx, ggml_type type, int64_t k, int64_t m) {
+    return ggml_new_tensor_2d(ctx, type, k, m);
+}
+
+void fill_weight(ggml_tensor * w, uint32_t seed) {
+    std::vector<float> wf = random_floats(size_t(w->ne[0] * w->ne[1]), seed);
+    std::vector<uint8_t> wq(ggml_nbytes(w));
+    ggml_quantize_chunk(w->type, wf.data(), wq.data(), 0, w->ne[1], w->ne[0], nullptr);
+    ggml_backend_tensor_set(w, wq.data(), 0, wq.size());
+}
+
+struct pair_case {
+    ggml_context *        wctx = nullptr;
+    ggml_context *        actx = nullptr;
+    ggml_backend_buffer_t wbuf = nullptr, abuf = nullptr;
+    ggml_tensor *         y[2] = {};
+    std::string           skip;
+
+    pair_case(ggml_type type, int64_t k, int64_t m, int64_t n, bool repacked) {
+        const loaded_backends & lb = load_backends();
+        if (repacked && !lb.repack_buft) { skip = "this CPU backend has no CPU_REPACK buffer type"; return; }
+        ggml_init_params p = { 16 * ggml_tensor_overhead(), nullptr, true };
+        wctx = ggml_init(p);
+        actx = ggml_init(p);
+        ggml_tensor * w0 = new_weight(wctx, type, k, m), * w1 = new_weight(wctx, type, k, m);
+        wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, repacked ? lb.repack_buft : ggml_backend_cpu_buffer_type());
+        ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        if (repacked && w0->extra == nullptr) { skip = std::string(ggml_type_name(type)) + " is not repacked here"; return; }
+        fill_weight(w0, 11);
+        fill_weight(w1, 12);
+        ggml_tensor * x = ggml_new_tensor_2d(actx, GGML_TYPE_F32, k, n);
+        y[0] = ggml_mul_mat(actx, w0, x);
+        y[1] = ggml_mul_mat(actx, w1, x);
+        abuf = ggml_backend_alloc_ctx_tensors_from_buft(actx, ggml_backend_cpu_buffer_type());
+        std::vector<float> xf = random_floats(size_t(ggml_nelements(x)), 13);
+        ggml_backend_tensor_set(x, xf.data(), 0, ggml_nbytes(x));
+    }
+    ~pair_case() {
+        if (abuf) ggml_backend_buffer_free(abuf);
+        if (wbuf) ggml_backend_buffer_free(wbuf);
+        if (actx) ggml_free(actx);
+        if (wctx) ggml_free(wctx);
+    }
+};
+
+// Computes the graph of `nodes` (in that order, next to each other) on `backend`; their results, in order.
+std::vector<std::vector<uint8_t>> run_graph(ggml_backend_t backend, std::vector<ggml_tensor *> nodes) {
+    ggml_init_params p = { ggml_graph_overhead(), nullptr, true };
+    ggml_context * gctx = ggml_init(p);
+    ggml_cgraph * g = ggml_new_graph(gctx);
+    for (ggml_tensor * n : nodes) ggml_build_forward_expand(g, n);
+    EXPECT_EQ(ggml_backend_graph_compute(backend, g), GGML_STATUS_SUCCESS);
+    std::vector<std::vector<uint8_t>> out;
+    for (ggml_tensor * n : nodes) {
+        out.emplace_back(ggml_nbytes(n));
+        ggml_backend_tensor_get(n, out.back().data(), 0, out.back().size());
+    }
+    ggml_free(gctx);
+    return out;
+}
+
+double nmse(const std::vector<uint8_t> & ref, const std::vector<uint8_t> & got) {
+    const float * a = (const float *) ref.data(), * b = (const float *) got.data();
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size() / sizeof(float); ++i) {
+        num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+        den += double(a[i]) * a[i];
+    }
+    return num / den;
+}
+
+// Rows [r0, r1) of every token's result row (m rows each).
+std::vector<uint8_t> rows_of(const std::vector<uint8_t> & res, int64_t m, int64_t r0, int64_t r1) {
+    std::vector<uint8_t> out;
+    for (size_t t = 0; t < res.size() / sizeof(float) / size_t(m); ++t) {
+        const uint8_t * p = res.data() + (t * m + r0) * sizeof(float);
+        out.insert(out.end(), p, p + (r1 - r0) * sizeof(float));
+    }
+    return out;
+}
+
+int64_t npu_rows_expected(int64_t m) {
+    const char * v = getenv("GGML_XDNA_NPU_SHARE");
+    const double share = v ? atof(v) : 0.0;
+    return share >= 1.0 ? m : int64_t(share * m) / 256 * 256;
+}
+
+bool pairs_on() {
+    const char * v = getenv("GGML_XDNA_PAIRS");
+    return !(v && std::string(v) == "0");
+}
+
+// Whether the report's planner lines name the shape of a pair of these multiplies.
+bool report_names_pair(ggml_type type, int64_t k, int64_t m, int64_t n) {
+    const char * path = getenv("GGML_XDNA_REPORT");
+    if (!path) return false;
+    std::ifstream f(path);
+    const std::string want = std::string(ggml_type_name(type)) + "(repacked) K=" + std::to_string(k) + " rows=" +
+                             std::to_string(m) + " tokens=" + std::to_string(n) + " x2:";
+    const std::string want_plain = std::string(ggml_type_name(type)) + " K=" + std::to_string(k) + " rows=" +
+                                   std::to_string(m) + " tokens=" + std::to_string(n) + " x2:";
+    for (std::string line; std::getline(f, line);) {
+        if (line.rfind("planner: ", 0) == 0 &&
+            (line.find(want) != std::string::npos || line.find(want_plain) != std::string::npos)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct pair_param {
+    ggml_type type;
+    int64_t   k, m, n;
+    bool      repacked;
+};
+
+std::string name_of(const pair_param & c) {
+    return std::string(ggml_type_name(c.type)) + "_k" + std::to_string(c.k) + "_m" + std::to_string(c.m) + "_n" +
+           std::to_string(c.n) + (c.repacked ? "_repacked" : "_plain");
+}
+
+class npu_pairs : public ::testing::TestWithParam<pair_param> {};
+
+}  // namespace
+
+TEST_P(npu_pairs, a_pair_computes_what_each_multiply_does_alone) {
+    const pair_param c = GetParam();
+    const loaded_backends & lb = load_backends();
+    ASSERT_NE(lb.xdna_dev, nullptr) << "the plugin did not load";
+    pair_case pc(c.type, c.k, c.m, c.n, c.repacked);
+    if (!pc.skip.empty()) GTEST_SKIP() << pc.skip;
+    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);   // only this process's lines in it
+
+    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
+    const auto ref = run_graph(cpu, { pc.y[0], pc.y[1] });
+    ggml_backend_free(cpu);
+
+    ggml_backend_t alone = ggml_backend_dev_init(lb.xdna_dev, nullptr);
+    ASSERT_TRUE(ggml_backend_supports_op(alone, pc.y[0]));
+    const std::vector<uint8_t> alone0 = run_graph(alone, { pc.y[0] })[0];
+    const std::vector<uint8_t> alone1 = run_graph(alone, { pc.y[1] })[0];
+    ggml_backend_free(alone);
+
+    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
+    const auto got = run_graph(xdna, { pc.y[0], pc.y[1] });
+    ggml_backend_free(xdna);   // writes the report: its last line is this backend's
+
+    const int64_t npu = npu_rows_expected(c.m);
+    EXPECT_TRUE(got[0] == alone0) << name_of(c) << ": the first result differs from the multiply computed alone";
+    EXPECT_TRUE(got[1] == alone1) << name_of(c) << ": the second result differs from the multiply computed alone";
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_TRUE(rows_of(got[i], c.m, npu, c.m) == rows_of(ref[i], c.m, npu, c.m))
+            << name_of(c) << ": result " << i << ": the CPU worker's rows differ from the stock CPU's";
+        EXPECT_LT(nmse(ref[i], got[i]), 5e-4) << name_of(c) << ": result " << i << ": NMSE against the stock CPU";
+        EXPECT_TRUE(any_nonzero(got[i]));
+    }
+    EXPECT_EQ(npu_rows_reported(), 2 * npu) << "rows the NPU computed in the pair (both results)";
+    EXPECT_EQ(report_names_pair(c.type, c.k, c.m, c.n), pairs_on())
+        << "the planner's lines " << (pairs_on() ? "do not name" : "name") << " the pair's shape";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    shapes, npu_pairs,
+    ::testing::Values(pair_param{ GGML_TYPE_Q4_0, 1024, 520, 77, true }, pair_param{ GGML_TYPE_Q4_K, 2048, 512, 600, true },
+                      pair_param{ GGML_TYPE_F16, 1280, 264, 40, false }),
+    [](const ::testing::TestParamInfo<pair_param> & i) { return name_of(i.param); });
+
+// What may be computed as one: MUL_MATs of the same input with weights of the same type, shape and layout.
+TEST(multiply_pair, pairs_only_multiplies_of_one_input_and_alike_weights) {
+    ggml_init_params p = { 32 * ggml_tensor_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(p);
+    ggml_tensor * x  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
+    ggml_tensor * x2 = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
+    ggml_tensor * wa = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 32), * wb = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 32);
+    ggml_tensor * wq8 = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 64, 32), * wtall = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 48);
+    ggml_tensor * a = ggml_mul_mat(ctx, wa, x);
+    EXPECT_TRUE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, x)));
+    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, x2))) << "another input";
+    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wq8, x))) << "another weight type";
+    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wtall, x))) << "another weight shape";
+    ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 1, 8);
+    ggml_tensor * we  = ggml_new_tensor_3d(ctx, GGML_TYPE_Q4_0, 64, 32, 4);
+    ggml_tensor * x3  = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 64, 1, 8);
+    ggml_tensor * id0 = ggml_mul_mat_id(ctx, we, x3, ids);
+    EXPECT_FALSE(xdna::multiply_pair(id0, ggml_mul_mat_id(ctx, we, x3, ids))) << "MUL_MAT_ID";
+    ggml_free(ctx);
+}
