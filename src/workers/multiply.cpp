@@ -4,6 +4,7 @@
 #include "npu/npu_manifest.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace xdna {
 
@@ -99,6 +100,7 @@ bool multiply_pair(const ggml_tensor * a, const ggml_tensor * b) {
     const ggml_tensor * xa = a->src[1], * xb = b->src[1];
     if (xa != xb && (xa->data == nullptr || xa->data != xb->data || !same_layout(xa, xb))) return false;
     if (b->src[1] == a || b->src[0] == a) return false;
+    if (memcmp(a->op_params, b->op_params, sizeof(a->op_params)) != 0) return false;   // the same precision requests
     if (!same_layout(a->src[0], b->src[0]) || !same_layout(a, b)) return false;
     // 2-D weights and inputs only: a batch of matrices (attention's) is not what the workers split
     if (a->src[0]->ne[2] * a->src[0]->ne[3] != 1 || xa->ne[2] * xa->ne[3] != 1) return false;

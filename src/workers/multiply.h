@@ -167,7 +167,7 @@ multiply describe_multiply(const ggml_tensor * node, const ggml_tensor * twin = 
 
 // Whether MUL_MATs a and b can be computed as one multiply (multiply::twin): the same input (the same tensor, or the
 // same data and layout), weights of the same type, shape and layout (both repacked or neither), results of the same
-// shape, and b not reading a's result.
+// shape, the same precision requests (op_params), and b not reading a's result.
 bool multiply_pair(const ggml_tensor * a, const ggml_tensor * b);
 
 }  // namespace xdna

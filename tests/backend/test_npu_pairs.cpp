@@ -12,6 +12,7 @@
 #include "workers/multiply.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 using namespace xdna_test;
@@ -194,11 +195,23 @@ TEST(multiply_pair, pairs_only_multiplies_of_one_input_and_alike_weights) {
     ggml_tensor * x2 = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
     ggml_tensor * wa = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 32), * wb = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 32);
     ggml_tensor * wq8 = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 64, 32), * wtall = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 64, 48);
+    static float in[64 * 8], other[64 * 8];
+    x->data  = in;
+    x2->data = other;
+    ggml_tensor * same = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8), * wide = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 128, 4);
+    same->data = wide->data = in;   // the same input in another tensor; the same bytes in another layout
     ggml_tensor * a = ggml_mul_mat(ctx, wa, x);
     EXPECT_TRUE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, x)));
+    EXPECT_TRUE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, same))) << "the same input in another tensor";
     EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, x2))) << "another input";
+    ggml_tensor * wwide = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 128, 32);
+    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wwide, wide))) << "the same bytes in another layout";
     EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wq8, x))) << "another weight type";
     EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wtall, x))) << "another weight shape";
+    ggml_tensor * precise = ggml_mul_mat(ctx, wb, x);
+    const int32_t f32_acc = 10;   // op_params[0]: the least accumulator precision (ggml.h's GGML_PREC_F32)
+    memcpy(precise->op_params, &f32_acc, sizeof(f32_acc));
+    EXPECT_FALSE(xdna::multiply_pair(a, precise)) << "another precision request";
     ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 1, 8);
     ggml_tensor * we  = ggml_new_tensor_3d(ctx, GGML_TYPE_Q4_0, 64, 32, 4);
     ggml_tensor * x3  = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 64, 1, 8);

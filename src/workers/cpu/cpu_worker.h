@@ -29,7 +29,8 @@ class cpu_worker final : public worker {
     work_result end() override;
     bool takes_pairs() const override { return true; }
 
-    // Computes `rows` of `m` (of both its nodes where it has a twin) now (begin + end); also used to recompute rows another worker failed on.
+    // Computes `rows` of `m` (of both its nodes where it has a twin) now (begin + end); also used to recompute rows
+    // another worker failed on.
     work_result compute(const multiply & m, row_range rows);
 
     // MUL_MAT_ID: `rows` of the experts the planner gave the CPU (m.cpu_expert) only, for the tokens routed to each
