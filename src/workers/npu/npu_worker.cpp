@@ -287,20 +287,20 @@ bool npu_worker::reserve_slots_for(const npu_design & d, int64_t max_rows, bool 
     // where the locked-memory limit allows them
     for (int i = 0; i < max_depth; ++i) {
         slot & s = *slots[i];
+        std::string refused;   // why slot i cannot be had
         try {
             s.b = rt->alloc(*any, npu_arg::b, b);
             s.c = rt->alloc(*any, npu_arg::c, c);
-        } catch (const npu_error &) {
-            s.b = s.c = npu_buffer();
-            if (i < min_depth && last) throw;
-            if (i < min_depth) return release_slots();
-            break;
+        } catch (const npu_error & e) {
+            refused = e.what();
         }
-        if (!reserve_arena(*any, size_t(i + 1) * a)) {
+        if (refused.empty() && !reserve_arena(*any, size_t(i + 1) * a)) refused = "no NPU buffer for the activations";
+        if (!refused.empty()) {
             s.b = s.c = npu_buffer();
-            if (i < min_depth && last) throw npu_error(npu_errc::buffer, "no NPU buffer for the activations");
-            if (i < min_depth) return release_slots();
-            break;
+            if (i >= min_depth) break;   // the slots past min_depth are taken only where there is room
+            release_slots();
+            if (last) throw npu_error(npu_errc::buffer, refused);
+            return false;
         }
         s.design = d.index;
         depth = i + 1;
@@ -311,13 +311,12 @@ bool npu_worker::reserve_slots_for(const npu_design & d, int64_t max_rows, bool 
     return true;
 }
 
-bool npu_worker::release_slots() {
+void npu_worker::release_slots() {
     depth = 0;
     for (auto & s : slots) {
         s->design = -1;
         s->b = s->c = npu_buffer();
     }
-    return false;
 }
 
 bool npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {

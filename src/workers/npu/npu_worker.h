@@ -103,7 +103,7 @@ class npu_worker final : public async_worker {
     std::shared_ptr<npu::resident_weight> place_weight(const ggml_tensor * w, const npu::converted_weight & cw);
     void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
     bool reserve_slots_for(const npu_design & d, int64_t max_rows, bool last);
-    bool release_slots();   // false
+    void release_slots();
     bool reserve_arena(const npu_kernel & kn, size_t bytes);   // false: no bigger buffer to be had (it keeps its own)
 
     std::unique_ptr<npu_runtime> rt;
