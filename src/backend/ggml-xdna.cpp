@@ -87,17 +87,21 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
     }
 }
 
-// The node after `i` that computes something (views and reshapes compute nothing), or -1.
+// Whether the graph asks `node` to compute anything: views, reshapes and nodes without the compute flag do not.
+static bool ggml_backend_xdna_computes(const ggml_tensor * node) {
+    if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) return false;
+    switch (node->op) {
+        case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
+            return false;
+        default:
+            return true;
+    }
+}
+
+// The node after `i` that computes something, or -1.
 static int ggml_backend_xdna_next_computed(const struct ggml_cgraph * cgraph, int i) {
     for (int j = i + 1; j < cgraph->n_nodes; j++) {
-        const ggml_tensor * n = cgraph->nodes[j];
-        if ((n->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
-        switch (n->op) {
-            case GGML_OP_NONE: case GGML_OP_RESHAPE: case GGML_OP_VIEW: case GGML_OP_PERMUTE: case GGML_OP_TRANSPOSE:
-                continue;
-            default:
-                return j;
-        }
+        if (ggml_backend_xdna_computes(cgraph->nodes[j])) return j;
     }
     return -1;
 }
@@ -109,7 +113,7 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
     const bool pairs = get_config().pairs && ctx->engine->pairs();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
-        if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) continue;
+        if (!ggml_backend_xdna_computes(node)) continue;
         switch (node->op) {
             case GGML_OP_MUL_MAT:
             case GGML_OP_MUL_MAT_ID: {
@@ -121,12 +125,6 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
                 if (twin) i = j;
                 break;
             }
-            case GGML_OP_NONE:
-            case GGML_OP_RESHAPE:
-            case GGML_OP_VIEW:
-            case GGML_OP_PERMUTE:
-            case GGML_OP_TRANSPOSE:
-                break;
             default:
                 XDNA_LOG_ERROR("asked to compute %s, which it never claims", ggml_op_desc(node));
                 return GGML_STATUS_FAILED;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -120,6 +121,37 @@ struct repacked_case {
         return out;
     }
 };
+
+// Normalised mean squared error of an f32 result against a reference.
+inline double nmse(const std::vector<uint8_t> & ref, const std::vector<uint8_t> & got) {
+    const float * a = (const float *) ref.data();
+    const float * b = (const float *) got.data();
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size() / sizeof(float); ++i) {
+        num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+        den += double(a[i]) * a[i];
+    }
+    return num / den;
+}
+
+// The NPU's rows of an m-row multiply at the share CTest sets (GGML_XDNA_NPU_SHARE): whole 256-row steps, every row
+// at 1.
+inline int64_t npu_rows_expected(int64_t m) {
+    const char * v = getenv("GGML_XDNA_NPU_SHARE");
+    const double share = v ? atof(v) : 0.0;
+    return share >= 1.0 ? m : int64_t(share * m) / 256 * 256;
+}
+
+// Bytes of rows [r0, r1) of every result row (token, or token and expert slot) of an f32 result with m rows.
+inline std::vector<uint8_t> rows_of(const std::vector<uint8_t> & res, int64_t m, int64_t r0, int64_t r1) {
+    std::vector<uint8_t> out;
+    const int64_t n = res.size() / sizeof(float) / m;
+    for (int64_t t = 0; t < n; ++t) {
+        const uint8_t * p = res.data() + (t * m + r0) * sizeof(float);
+        out.insert(out.end(), p, p + (r1 - r0) * sizeof(float));
+    }
+    return out;
+}
 
 inline bool any_nonzero(const std::vector<uint8_t> & bytes) {
     const float * f = (const float *) bytes.data();

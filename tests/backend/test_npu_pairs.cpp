@@ -19,11 +19,7 @@ using namespace xdna_test;
 
 namespace {
 
-// A weight in the CPU backend's repacked buffer, or a plain one; real quantized data from `seed`.
-ggml_tensor * new_weight(ggml_context * ctx, ggml_type type, int64_t k, int64_t m) {
-    return ggml_new_tensor_2d(ctx, type, k, m);
-}
-
+// Real quantized data in weight `w`, from `seed`.
 void fill_weight(ggml_tensor * w, uint32_t seed) {
     std::vector<float> wf = random_floats(size_t(w->ne[0] * w->ne[1]), seed);
     std::vector<uint8_t> wq(ggml_nbytes(w));
@@ -44,7 +40,7 @@ struct pair_case {
         ggml_init_params p = { 16 * ggml_tensor_overhead(), nullptr, true };
         wctx = ggml_init(p);
         actx = ggml_init(p);
-        ggml_tensor * w0 = new_weight(wctx, type, k, m), * w1 = new_weight(wctx, type, k, m);
+        ggml_tensor * w0 = ggml_new_tensor_2d(wctx, type, k, m), * w1 = ggml_new_tensor_2d(wctx, type, k, m);
         wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, repacked ? lb.repack_buft : ggml_backend_cpu_buffer_type());
         ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         if (repacked && w0->extra == nullptr) { skip = std::string(ggml_type_name(type)) + " is not repacked here"; return; }
@@ -79,32 +75,6 @@ std::vector<std::vector<uint8_t>> run_graph(ggml_backend_t backend, std::vector<
     }
     ggml_free(gctx);
     return out;
-}
-
-double nmse(const std::vector<uint8_t> & ref, const std::vector<uint8_t> & got) {
-    const float * a = (const float *) ref.data(), * b = (const float *) got.data();
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size() / sizeof(float); ++i) {
-        num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-        den += double(a[i]) * a[i];
-    }
-    return num / den;
-}
-
-// Rows [r0, r1) of every token's result row (m rows each).
-std::vector<uint8_t> rows_of(const std::vector<uint8_t> & res, int64_t m, int64_t r0, int64_t r1) {
-    std::vector<uint8_t> out;
-    for (size_t t = 0; t < res.size() / sizeof(float) / size_t(m); ++t) {
-        const uint8_t * p = res.data() + (t * m + r0) * sizeof(float);
-        out.insert(out.end(), p, p + (r1 - r0) * sizeof(float));
-    }
-    return out;
-}
-
-int64_t npu_rows_expected(int64_t m) {
-    const char * v = getenv("GGML_XDNA_NPU_SHARE");
-    const double share = v ? atof(v) : 0.0;
-    return share >= 1.0 ? m : int64_t(share * m) / 256 * 256;
 }
 
 bool pairs_on() {
