@@ -7,6 +7,7 @@
 #include "util/trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace xdna {
@@ -20,6 +21,10 @@ void compute_engine::account(worker_kind kind, int64_t rows, const work_result &
     totals & t = sums[(int) kind];
     t.runs++;
     t.seconds += r.seconds;
+    if (r.team_results >= 0) {
+        t.driven++;
+        t.team_results += r.team_results;
+    }
     if (r.ok()) t.rows += rows; else t.failures++;
 }
 
@@ -34,6 +39,11 @@ std::string compute_engine::summary() const {
         out += buf;
         if (t.busy > 0.0 && t.seconds > 0.0) {
             snprintf(buf, sizeof(buf), " (device busy %.0f%%)", 100.0 * t.busy / t.seconds);
+            out += buf;
+        }
+        if (t.driven) {
+            snprintf(buf, sizeof(buf), " (driven by the CPU's team in %lld runs, %lld results taken between its slices)",
+                     (long long) t.driven, (long long) t.team_results);
             out += buf;
         }
         if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
@@ -72,12 +82,12 @@ static int64_t npu_rows_of(const std::vector<worker *> & ws, const std::vector<r
 // NPU's range for the experts the planner gave the CPU whole. A team cut short for the NPU's host thread stays so
 // while it is lent to the device workers; regroup() makes it whole.
 work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
-                                     const std::vector<row_range> & rows) {
+                                     const std::vector<row_range> & rows, const cpu_worker::driving * drive) {
     cpu.leave_a_core(npu_rows_of(ws, rows) > 0);
     work_result r;
     {
         trace::scope ts("cpu rows", own.size());
-        r = cpu.compute(m, own);
+        r = cpu.compute(m, own, drive);
     }
     const double own_seconds = r.seconds;
     for (size_t i = 0; r.ok() && i + 1 < ws.size(); ++i) {
@@ -87,6 +97,27 @@ work_result compute_engine::cpu_part(const multiply & m, row_range own, const st
     }
     r.seconds = own_seconds;   // what the planner learns of the CPU: its own rows
     return r;
+}
+
+// The device worker the CPU worker's team drives in `m` (worker.h), or null: where the team takes every core, the NPU
+// worker's thread would take one from it (-t 16 of 16 cores: the team one thread short, made whole after every
+// multiply, and the NPU's thread still waiting for a core now and then), so the team does the NPU's host work itself,
+// between slices of its rows. One worker at most.
+worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const {
+    if (!cpu.team_drives()) return nullptr;
+    for (size_t i = 0; i + 1 < ws.size(); ++i) {
+        if (!rows[i].empty() && ws[i]->drivable()) return ws[i];
+    }
+    return nullptr;
+}
+
+// Slices of the CPU's rows for a driven worker: a boundary for about every launch past the first two, so that each
+// finds a run finished and its slot free for the next launch, while the slices stay wide enough for every thread of
+// the team to have rows (8 each) and their number within what one graph holds (cpu_worker::compute).
+static int engine_slices(const multiply & m, int64_t npu_rows, int64_t cpu_rows, int threads) {
+    const int64_t launches = (int64_t) std::ceil(m.npu.cost.units(npu_rows));
+    const int64_t widest = std::max<int64_t>(1, cpu_rows / (8 * std::max(1, threads)));
+    return (int) std::clamp<int64_t>(launches - 1, 1, widest);
 }
 
 bool compute_engine::pairs() const {
@@ -114,8 +145,10 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
 
     // When the CPU has no rows of its own, its threads would idle while the devices work: they do a device's
     // preparation before it starts instead (the NPU's activations). Not when it has rows: on its path the conversion
-    // delays them more than it saves the NPU (-t 8, 16 cores, emulated NPU: NPU alone +9-12%, share 0.5 -3 to -11%).
-    if (cpu_convert && rows.back().empty()) {
+    // delays them more than it saves the NPU (-t 8, 16 cores, emulated NPU: NPU alone +9-12%, share 0.5 -3 to -11%),
+    // unless the team drives the NPU: then nobody else would convert them.
+    worker * driven = driven_worker(ws, rows);
+    if (cpu_convert && (rows.back().empty() || driven)) {
         m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
             return cpu.convert_bf16(m.node->src[1], b, then);
         };
@@ -138,12 +171,29 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         busy0[i] = ws[i]->device_busy_seconds();
-        ws[i]->begin(m, rows[i]);
+        if (ws[i] == driven) ws[i]->begin_driven(m, rows[i]);
+        else ws[i]->begin(m, rows[i]);
     }
-    const work_result cpu_res = cpu_part(m, rows[n_dev], ws, rows);
+    cpu_worker::driving drive;
+    if (driven) {
+        drive.w      = driven;
+        drive.slices = engine_slices(m, npu_rows_of(ws, rows), rows[n_dev].size(), cpu.threads());
+    }
+    work_result cpu_res = cpu_part(m, rows[n_dev], ws, rows, driven ? &drive : nullptr);
+    // a driven worker is finished by the team, all of it lent: the calling thread drives, the others help
+    std::vector<work_result> dev_res(n_dev);
+    if (driven) {
+        work_result & r = dev_res[std::find(ws.begin(), ws.end(), driven) - ws.begin()];
+        if (!cpu_res.ok() || !cpu.run_on_threads([&r, driven](int ith, int) {
+                if (ith == 0) r = driven->end(); else driven->help();
+            })) {
+            r = driven->end();
+        }
+        cpu_res.seconds = std::max(0.0, cpu_res.seconds - r.team_seconds);   // the CPU's own rows, for the planner
+    }
     if (!cpu_res.ok()) {
         // still collect the device workers before giving up, so none is left writing into the result
-        for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty()) ws[i]->end();
+        for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty() && ws[i] != driven) ws[i]->end();
         cpu.leave_a_core(false);
         XDNA_LOG_ERROR("CPU worker failed on %s: %s", m.key.str().c_str(), cpu_res.why().c_str());
         return cpu_res.status;
@@ -157,14 +207,14 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // one thread short, lent is the faster).
     const bool lend = help && cpu.core_to_spare();
     for (size_t i = 0; lend && i < n_dev; ++i) {
-        if (rows[i].empty() || !ws[i]->shares_host_work()) continue;
+        if (rows[i].empty() || !ws[i]->shares_host_work() || ws[i] == driven) continue;
         worker * w = ws[i];
         if (!cpu.run_on_threads([w](int, int) { w->help(); })) w->help();
     }
     bool first_use = false;   // a device worker did one-time work (converted a weight) beside the CPU's part
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
-        const work_result r = ws[i]->end();
+        const work_result r = ws[i] == driven ? dev_res[i] : ws[i]->end();
         first_use = first_use || r.once_seconds > 0.0;
         if (busy0[i] >= 0.0) sums[(int) ws[i]->kind()].busy += ws[i]->device_busy_seconds() - busy0[i];
         planner.report(m.key, ws[i]->kind(), rows[i].size(), r.seconds - r.once_seconds, r.ok(),

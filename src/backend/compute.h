@@ -31,11 +31,13 @@ class compute_engine {
         int64_t rows = 0, runs = 0, failures = 0;
         double  seconds = 0.0;
         double  busy    = 0.0;   // its device busy meanwhile (the NPU's runs), when the worker can tell
+        int64_t driven = 0, team_results = 0;   // runs the CPU worker's team drove, and results it took meanwhile
     };
     void account(worker_kind kind, int64_t rows, const work_result & r);
     void participants(multiply & m, bool auto_split, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
     work_result cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
-                         const std::vector<row_range> & rows);
+                         const std::vector<row_range> & rows, const cpu_worker::driving * drive);
+    worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;
 
     totals  sums[3];
     int64_t n_multiplies = 0;

@@ -51,6 +51,7 @@ struct config {
     bool   npu_cpu_convert = true;   // GGML_XDNA_NPU_CPU_CONVERT: the CPU worker's threads convert the NPU's activations
     bool   npu_help        = true;   // GGML_XDNA_NPU_HELP: the CPU worker's thread, its rows done, takes NPU results too
     bool   pairs           = true;   // GGML_XDNA_PAIRS: two multiplies of one input computed as one (multiply::twin)
+    int    npu_team_drives = -1;     // GGML_XDNA_NPU_TEAM_DRIVES: the CPU worker's team drives the NPU (-1 auto, 0, 1)
     int    npu_host_core  = -1;      // GGML_XDNA_NPU_HOST_CORE: leave the NPU's host thread a core (-1 auto, 0, 1)
 
     // GPU worker

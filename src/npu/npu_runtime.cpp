@@ -394,6 +394,16 @@ npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, n
     return run;
 }
 
+bool npu_runtime::finished(const npu_run& run) const {
+    if (!run.active()) return true;
+    try {
+        const ert_cmd_state state = run.m_run.state();
+        return state >= ERT_CMD_STATE_COMPLETED && state != ERT_CMD_STATE_SUBMITTED;
+    } catch (const std::exception&) {
+        return true;   // wait() then says what went wrong
+    }
+}
+
 void npu_runtime::wait(npu_run& run, int timeout_ms) {
     if (!run.active()) {
         throw npu_error(npu_errc::launch, "wait on an NPU run that was never launched (or already waited for)");

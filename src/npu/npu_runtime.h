@@ -136,6 +136,9 @@ public:
     // next launch loads it afresh) and npu_error thrown; the runtime stays usable. A run that timed out is not
     // aborted (amdxdna refuses xrt::run::abort()); the driver's watchdog ends it.
     void wait(npu_run& run, int timeout_ms = -1);
+    // Whether the run has ended (completed or failed) by now, without waiting (xrt::run::state()); wait() it then
+    // to learn how, at no cost. For a thread that has other work to go back to meanwhile.
+    bool finished(const npu_run& run) const;
 
     npu_stats stats() const;
     int designs_loaded() const;

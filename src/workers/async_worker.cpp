@@ -54,8 +54,40 @@ void async_worker::begin(const multiply & m, row_range rows) {
     cv.notify_all();
 }
 
+void async_worker::begin_driven(const multiply & m, row_range rows) {
+    if (!drivable()) return begin(m, rows);
+    std::unique_lock<std::mutex> lock(mtx);
+    cv.wait(lock, [this] { return !owned; });
+    owned  = true;
+    driven = true;
+    done   = false;
+    lock.unlock();   // the worker is ours and its thread idle: set up without the lock
+    try {
+        before_start(m, rows);
+    } catch (const std::exception &) {
+        // a preparation only: the work converts what it needs itself
+    }
+    start_driven(m, rows);
+}
+
 work_result async_worker::end() {
     std::unique_lock<std::mutex> lock(mtx);
+    if (driven) {
+        lock.unlock();
+        const double t0 = now_seconds();
+        work_result r;
+        try {
+            r = finish_driven();
+        } catch (const std::exception & e) {
+            r = work_result::failed(work_failure::device_run, e.what());
+        }
+        if (r.seconds == 0.0) r.seconds = now_seconds() - t0;
+        lock.lock();
+        driven = false;
+        owned  = false;
+        cv.notify_all();
+        return r;
+    }
     cv.wait(lock, [this] { return done; });
     work_result r = result;
     owned = false;

@@ -19,6 +19,9 @@ class async_worker : public worker {
     ~async_worker() override;
 
     void begin(const multiply & m, row_range rows) final;
+    // The caller's team drives the work (worker.h) where the derived class can be driven: start_driven() on the
+    // calling thread now, finish_driven() in end(); the worker's thread takes no part.
+    void begin_driven(const multiply & m, row_range rows) final;
     work_result end() final;
 
   protected:
@@ -29,6 +32,11 @@ class async_worker : public worker {
     // the worker's state), before the work is handed over: what the caller's threads can prepare (the NPU: its
     // activations, converted by the CPU worker's threads).
     virtual void before_start(const multiply & m, row_range rows) { (void) m; (void) rows; }
+
+    // Driven work (begin_driven), on the caller's thread after before_start(): set it up and start the device (a
+    // failure is kept for finish_driven to return); then finish it, waiting for the device. Only where drivable().
+    virtual void start_driven(const multiply & m, row_range rows) { (void) m; (void) rows; }
+    virtual work_result finish_driven() { return work_result::failed(work_failure::unsupported, "not drivable"); }
 
     // Derived classes start the thread once they are ready, and stop it in their destructor (before their members
     // go away).
@@ -45,6 +53,7 @@ class async_worker : public worker {
     bool                    owned    = false;   // between a caller's begin() and end()
     bool                    pending  = false;   // a job waits for the thread
     bool                    done     = false;   // its result is ready
+    bool                    driven   = false;   // the caller's team drives the work begun (begin_driven)
     const multiply *        job = nullptr;
     double                  handed_at = 0.0;   // when begin() handed the job to the thread
     row_range               job_rows;

@@ -63,6 +63,10 @@ struct work_result {
     // the part of `seconds` spent on work done once for good (converting a weight into the NPU's cache): a cost of
     // the first use, not of the multiply, which the planner must not learn from
     double       once_seconds = 0.0;
+    // Driven by the CPU worker's team (worker::begin_driven): the part of the team's time spent on this worker's host
+    // work between its own slices of rows, which the CPU's time then includes and must not be learned as its own
+    double       team_seconds = 0.0;
+    int64_t      team_results = -1;   // driven: the results the team took between its slices (-1: not driven)
 
     bool ok() const { return status == GGML_STATUS_SUCCESS; }
     std::string why() const;   // "reason: detail", for the log
@@ -114,6 +118,18 @@ class worker {
     // now, on the CPU worker's threads where `m` offers them (m.on_cpu_threads): called after a multiply the planner
     // kept it out of only to measure the CPU alone. Nothing by default.
     virtual void prepare_ahead(const multiply & m) { (void) m; }
+
+    // Where no core is left for the worker's own thread, the CPU worker's team can drive the device instead, between
+    // its own slices of rows: begin_driven() sets the work up and starts the device on the calling thread and returns;
+    // step(ith, nth), on every thread of the team at once at each slice boundary, takes what the device has finished
+    // and starts what comes next, never waiting; end() then finishes on the calling thread (help() lends it the
+    // team). A worker that cannot be driven (the default) says so, and the engine gives it its thread.
+    virtual bool drivable() const { return false; }
+    virtual void begin_driven(const multiply & m, row_range rows) { begin(m, rows); }
+    // The two phases of a boundary, each a node of the team's graph (a barrier between them): poll (one thread: what
+    // has finished), then take (every thread a part of it; the last one done starts the next runs).
+    virtual void step_poll(int ith, int nth) { (void) ith; (void) nth; }
+    virtual void step_take(int ith, int nth) { (void) ith; (void) nth; }
 
     // Whether it computes a pair of multiplies as one (multiply::twin): the engine pairs only where every worker does.
     virtual bool takes_pairs() const { return false; }

@@ -159,5 +159,64 @@ inline bool any_nonzero(const std::vector<uint8_t> & bytes) {
     return false;
 }
 
+// Real quantized data in weight `w`, from `seed`.
+inline void fill_weight(ggml_tensor * w, uint32_t seed) {
+    std::vector<float> wf = random_floats(size_t(w->ne[0] * w->ne[1]), seed);
+    std::vector<uint8_t> wq(ggml_nbytes(w));
+    ggml_quantize_chunk(w->type, wf.data(), wq.data(), 0, w->ne[1], w->ne[0], nullptr);
+    ggml_backend_tensor_set(w, wq.data(), 0, wq.size());
+}
+
+// Two multiplies of one input (K and V, gate and up), on weights in the CPU_REPACK buffer type or a plain one.
+struct pair_case {
+    ggml_context *        wctx = nullptr;
+    ggml_context *        actx = nullptr;
+    ggml_backend_buffer_t wbuf = nullptr, abuf = nullptr;
+    ggml_tensor *         y[2] = {};
+    std::string           skip;
+
+    pair_case(ggml_type type, int64_t k, int64_t m, int64_t n, bool repacked) {
+        const loaded_backends & lb = load_backends();
+        if (repacked && !lb.repack_buft) { skip = "this CPU backend has no CPU_REPACK buffer type"; return; }
+        ggml_init_params p = { 16 * ggml_tensor_overhead(), nullptr, true };
+        wctx = ggml_init(p);
+        actx = ggml_init(p);
+        ggml_tensor * w0 = ggml_new_tensor_2d(wctx, type, k, m), * w1 = ggml_new_tensor_2d(wctx, type, k, m);
+        wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, repacked ? lb.repack_buft : ggml_backend_cpu_buffer_type());
+        ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        if (repacked && w0->extra == nullptr) { skip = std::string(ggml_type_name(type)) + " is not repacked here"; return; }
+        fill_weight(w0, 11);
+        fill_weight(w1, 12);
+        ggml_tensor * x = ggml_new_tensor_2d(actx, GGML_TYPE_F32, k, n);
+        y[0] = ggml_mul_mat(actx, w0, x);
+        y[1] = ggml_mul_mat(actx, w1, x);
+        abuf = ggml_backend_alloc_ctx_tensors_from_buft(actx, ggml_backend_cpu_buffer_type());
+        std::vector<float> xf = random_floats(size_t(ggml_nelements(x)), 13);
+        ggml_backend_tensor_set(x, xf.data(), 0, ggml_nbytes(x));
+    }
+    ~pair_case() {
+        if (abuf) ggml_backend_buffer_free(abuf);
+        if (wbuf) ggml_backend_buffer_free(wbuf);
+        if (actx) ggml_free(actx);
+        if (wctx) ggml_free(wctx);
+    }
+};
+
+// Computes the graph of `nodes` (in that order, next to each other) on `backend`; their results, in order.
+inline std::vector<std::vector<uint8_t>> run_graph(ggml_backend_t backend, std::vector<ggml_tensor *> nodes) {
+    ggml_init_params p = { ggml_graph_overhead(), nullptr, true };
+    ggml_context * gctx = ggml_init(p);
+    ggml_cgraph * g = ggml_new_graph(gctx);
+    for (ggml_tensor * n : nodes) ggml_build_forward_expand(g, n);
+    EXPECT_EQ(ggml_backend_graph_compute(backend, g), GGML_STATUS_SUCCESS);
+    std::vector<std::vector<uint8_t>> out;
+    for (ggml_tensor * n : nodes) {
+        out.emplace_back(ggml_nbytes(n));
+        ggml_backend_tensor_get(n, out.back().data(), 0, out.back().size());
+    }
+    ggml_free(gctx);
+    return out;
+}
+
 
 }  // namespace xdna_test

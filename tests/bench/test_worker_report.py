@@ -31,6 +31,12 @@ class ParseLine(unittest.TestCase):
         self.assertEqual(r.workers["cpu"].busy_seconds, 0.0)
         self.assertIn("device busy 25%", r.describe())
 
+    def test_driven_by_the_cpu_team(self):
+        r = wr.parse_line("ggml-xdna: 50 multiplies; npu: 4096 rows, 0.200 s (device busy 70%) (driven by the CPU's "
+                          "team in 40 runs, 95 results taken between its slices) | cpu: 1024 rows, 0.1 s")
+        self.assertAlmostEqual(r.workers["npu"].busy_seconds, 0.14)
+        self.assertEqual(r.workers["npu"].rows, 4096)
+
     def test_no_rows(self):
         r = wr.parse_line("ggml-xdna: 3 multiplies; no rows")
         self.assertEqual((r.multiplies, r.total_rows()), (3, 0))

@@ -23,7 +23,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -482,4 +484,46 @@ TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
     expect_exact(mm.w, mm.x, got[team], 7, 5);
     EXPECT_EQ(0, memcmp(got[none].data(), got[caller].data(), got[none].size() * sizeof(float)));
     EXPECT_EQ(0, memcmp(got[none].data(), got[team].data(), got[none].size() * sizeof(float)));
+}
+
+// The NPU driven by the CPU worker's team between slices of its rows (worker::begin_driven): boundaries played here
+// one thread at a time (step_poll, then step_take for each of three threads, as the team's graph runs them), a little
+// apart so that runs finish between them, until at least two results were taken at boundaries; then end() finishes.
+// The result must be, bit for bit, what the NPU worker's own thread gives, and the exact product.
+TEST(npu_driven, results_taken_between_the_team_s_slices_are_bit_for_bit) {
+    workers_pair ws;
+    ASSERT_NO_FATAL_FAILURE(ws.make());
+    xdna::npu_worker * npu = ws.npu.get();
+    ASSERT_TRUE(npu->drivable());
+    const int64_t k = 2048, rows = 1024, tokens = 301;
+    integer_mm mm(k, rows, tokens);
+    ggml_tensor * y = mm.y;
+    std::vector<float> got[2];
+    for (int driven = 0; driven < 2; ++driven) {
+        xdna::next_graph();
+        xdna::multiply m = xdna::describe_multiply(y);
+        ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
+        std::fill((float *) y->data, (float *) y->data + rows * tokens, NAN);
+        xdna::work_result r;
+        if (!driven) {
+            npu->begin(m, { 0, rows });
+            r = npu->end();
+            EXPECT_EQ(r.team_results, -1) << "the worker's own thread drove it";
+        } else {
+            npu->begin_driven(m, { 0, rows });
+            const uint64_t done0 = npu->runtime().stats().completed;
+            const int nth = 3;
+            for (int b = 0; b < 4000 && npu->runtime().stats().completed < done0 + 2; ++b) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                npu->step_poll(0, nth);
+                for (int ith = 0; ith < nth; ++ith) npu->step_take(ith, nth);
+            }
+            r = npu->end();
+            EXPECT_GE(r.team_results, 2) << "results taken at the boundaries";
+        }
+        ASSERT_TRUE(r.ok()) << r.why();
+        got[driven].assign((const float *) y->data, (const float *) y->data + rows * tokens);
+    }
+    expect_exact(mm.w, mm.x, got[1], 7, 5);
+    EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)));
 }

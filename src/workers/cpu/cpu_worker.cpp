@@ -9,14 +9,16 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
 
 namespace xdna {
 
-// Nodes of the graphs the worker builds: one for a row range, one per block of a conversion (convert_bf16).
-static constexpr int64_t max_nodes = 32;
+// Nodes of the graphs the worker builds: one per node of the multiply and slice of rows (and two per boundary where it
+// drives a device, compute), one per block of a conversion (convert_bf16).
+static constexpr int64_t max_nodes = 64;
 
 struct cpu_worker::impl {
     ggml_backend_t                backend     = nullptr;
@@ -132,8 +134,16 @@ int cpu_worker::threads_beside_npu(int policy, int threads, int cores) {
     return worth_it && threads >= cores && threads > 1 ? threads - 1 : threads;
 }
 
+bool cpu_worker::team_drives() {
+    const int policy = get_config().npu_team_drives;
+    if (policy == 0 || p->n_threads < 2) return false;
+    p->count_cores();
+    return policy > 0 || (p->n_cores >= 4 && p->n_threads >= p->n_cores);
+}
+
 bool cpu_worker::npu_costs_a_thread() {
     if (!p->openmp || !p->set_threads) return false;   // a team's size is fixed without OpenMP
+    if (team_drives()) return false;                   // no thread of the NPU's own computes beside the team
     p->count_cores();
     return threads_beside_npu(get_config().npu_host_core, p->n_threads, p->n_cores) < p->n_threads;
 }
@@ -200,7 +210,22 @@ static ggml_tensor * cpu_worker_rows_node(ggml_context * ctx, const ggml_tensor 
     return dv;
 }
 
-work_result cpu_worker::compute(const multiply & m, row_range rows) {
+// One phase of a driven worker's step at a slice boundary (cpu_worker::compute): a custom op every thread runs.
+static ggml_tensor * cpu_worker_step_node(ggml_context * ctx, void * scratch, worker * w, bool take) {
+    ggml_tensor * anchor = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+    anchor->data = scratch;
+    auto poll = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * ud) {
+        static_cast<worker *>(ud)->step_poll(ith, nth);
+    };
+    auto take_ = [](ggml_tensor *, const ggml_tensor *, int ith, int nth, void * ud) {
+        static_cast<worker *>(ud)->step_take(ith, nth);
+    };
+    ggml_tensor * op = ggml_map_custom1_inplace(ctx, anchor, take ? +take_ : +poll, GGML_N_TASKS_MAX, w);
+    op->flags |= GGML_TENSOR_FLAG_COMPUTE;
+    return op;
+}
+
+work_result cpu_worker::compute(const multiply & m, row_range rows, const driving * drive) {
     const double t0 = now_seconds();
     work_result res;
     if (rows.empty()) return res;
@@ -211,13 +236,24 @@ work_result cpu_worker::compute(const multiply & m, row_range rows) {
                                    "[" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) + ") against " +
                                        std::to_string(align) + "-row groups");
     }
-    // the rows of the multiply's nodes (a pair's two: one graph, one start of the team), in place in their results
+    // the rows of the multiply's nodes (a pair's two: one graph, one start of the team), in place in their results;
+    // where the team drives a device, slice by slice (whole row groups each), a boundary after every slice but the last
+    const int64_t groups = (rows.size() + align - 1) / align;
+    const int64_t slices = drive && drive->w ? std::clamp<int64_t>(drive->slices, 1, std::min<int64_t>(
+                               groups, (max_nodes + 2) / (m.nodes() + 2))) : 1;
     ggml_reset(p->ctx);
-    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
-    for (int i = 0; i < m.nodes(); ++i) {
-        ggml_tensor * dv = cpu_worker_rows_node(p->ctx, m.node_at(i), rows);
-        if (!dv) return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
-        ggml_graph_add_node(g, dv);
+    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, max_nodes, false);
+    for (int64_t sl = 0; sl < slices; ++sl) {
+        const row_range part = { rows.begin + groups * sl / slices * align,
+                                 std::min(rows.end, rows.begin + groups * (sl + 1) / slices * align) };
+        for (int i = 0; i < m.nodes(); ++i) {
+            ggml_tensor * dv = cpu_worker_rows_node(p->ctx, m.node_at(i), part);
+            if (!dv) return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
+            ggml_graph_add_node(g, dv);
+        }
+        if (sl + 1 == slices) break;
+        ggml_graph_add_node(g, cpu_worker_step_node(p->ctx, p->scratch_in, drive->w, false));
+        ggml_graph_add_node(g, cpu_worker_step_node(p->ctx, p->scratch_out, drive->w, true));
     }
     const ggml_status st = p->compute(g);
     if (st != GGML_STATUS_SUCCESS) {

@@ -30,8 +30,13 @@ class cpu_worker final : public worker {
     bool takes_pairs() const override { return true; }
 
     // Computes `rows` of `m` (of both its nodes where it has a twin) now (begin + end); also used to recompute rows
-    // another worker failed on.
-    work_result compute(const multiply & m, row_range rows);
+    // another worker failed on. With `driving`, in `driving->slices` slices of rows, each followed by a boundary at
+    // which every thread of its team runs the driven worker's step_poll, then its step_take (worker.h): one graph.
+    struct driving {
+        worker * w = nullptr;
+        int      slices = 1;
+    };
+    work_result compute(const multiply & m, row_range rows, const driving * drive = nullptr);
 
     // MUL_MAT_ID: `rows` of the experts the planner gave the CPU (m.cpu_expert) only, for the tokens routed to each
     // (gathered into one plain multiply per expert, then scattered back): their share of another worker's rows.
@@ -57,6 +62,10 @@ class cpu_worker final : public worker {
     // What leave_a_core(true) does under a GGML_XDNA_NPU_HOST_CORE policy (-1 auto, 0, 1) with `threads` threads on
     // `cores` cores: the threads it then computes with.
     static int threads_beside_npu(int policy, int threads, int cores);
+    // Whether its team drives a device worker between slices of its rows (compute's `drive`) instead of leaving that
+    // worker's thread a core (GGML_XDNA_NPU_TEAM_DRIVES): where its threads take every core (auto: of 4 or more),
+    // that thread would take a core from the team; driven, the NPU costs the team no thread.
+    bool team_drives();
     // Whether the NPU taking rows would cost its team a thread now, and whether only because of the auto policy
     // (the user did not ask for it): the auto split then keeps the NPU out (compute_engine::participants).
     bool npu_costs_a_thread();

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -92,7 +93,25 @@ struct npu_worker::call {
     bool                     check_finite = true;
     bool                     finite = true;
     double                   first_launched = 0.0, last_waited = 0.0;   // when the NPU's part began and ended
+    int64_t                  launched = 0, taken = 0;   // the pipeline's progress: launches made, results taken
     arena_key                arena_key_after;   // what the arena holds once every block is converted
+};
+
+// A call the CPU worker's team drives (begin_driven .. end): its steps run on the team's threads, one phase at a
+// time (the graph's barriers between them), so only what one phase hands to the next is atomic.
+struct npu_worker::driven_call {
+    call                  c;
+    double                t0 = 0.0, step_t0 = 0.0;
+    double                team_seconds = 0.0;     // the steps' time: the team's time spent on the NPU's host work
+    int64_t               team_results = 0;       // results the steps took
+    work_result           result;                 // the set-up's, or the first step's failure (mu)
+    std::mutex            mu;
+    std::atomic<bool>     stopped{ false };       // failed, or nothing to do: no more launches
+    std::atomic<bool>     finite{ true };
+    std::atomic<int64_t>  ready{ 0 };             // results the poll found finished (take them, in order)
+    std::atomic<int>      left{ 0 };              // threads done with their part of them
+    std::atomic<uint64_t> handed{ 0 };            // published by each step's last thread
+    void fail(work_result r);
 };
 
 static constexpr int max_failures_in_a_row = 3;
@@ -350,25 +369,29 @@ void npu_worker::note_failure(const std::string & why) {
     }
 }
 
-// The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught here, once, and become a reason.
-work_result npu_worker::run(const multiply & m, row_range rows) {
-    struct close_helper {
-        lent_threads & h;
-        ~close_helper() { h.close(); }
-    } closing{ helper };   // whatever way the call ends, the lent thread returns
-    work_result r;
+// The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught where it calls fn, and become a reason.
+template <class F> static work_result npu_worker_guard(F && fn) {
     try {
-        r = compute(m, rows);
+        return fn();
     } catch (const npu_error & e) {
         const npu_errc c = e.code();
-        r = work_result::failed(c == npu_errc::buffer ? work_failure::device_memory
-                                : c == npu_errc::manifest || c == npu_errc::kernel ? work_failure::no_kernel
-                                : work_failure::device_run, e.what());
+        return work_result::failed(c == npu_errc::buffer ? work_failure::device_memory
+                                   : c == npu_errc::manifest || c == npu_errc::kernel ? work_failure::no_kernel
+                                   : work_failure::device_run, e.what());
     } catch (const std::exception & e) {
-        r = work_result::failed(work_failure::device_run, e.what());
+        return work_result::failed(work_failure::device_run, e.what());
     }
+}
+
+// Whatever way a call ends, the lent threads return, and a failure counts towards switching the NPU off.
+work_result npu_worker::ended(work_result r) {
+    helper.close();
     if (r.ok()) failures_in_a_row = 0; else note_failure(r.why());
     return r;
+}
+
+work_result npu_worker::run(const multiply & m, row_range rows) {
+    return ended(npu_worker_guard([&] { return compute(m, rows); }));
 }
 
 bool npu_worker::prepare_job(job & j, row_range rows, int64_t ld, std::string * err) {
@@ -704,51 +727,57 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
 
 // The pipeline: a run in flight per slot. While the NPU computes the next launches (queued behind each other, so it
 // pays the short queued gap instead of a fresh dispatch), the host takes launch i's result out of its slot and
-// prepares launch i + depth there. A slot's buffers are touched only once its run has been waited for.
+// prepares launch i + depth there. A slot's buffers are touched only once its run has been waited for. It goes on from
+// where it stands (c.launched, c.taken): a driven call (begin_driven) has made progress before.
 void npu_worker::run_pipeline(call & c) {
     const int64_t n = (int64_t) c.blocks.size();
-    auto launch = [&](slot & s, int64_t i) {
-        fill_slot(c, s, i);
-        trace::scope ts("launch");
-        s.run = rt->launch(*c.row_blocks[c.blocks[i].rbi].kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
-    };
     try {
-        for (int64_t i = 0; i < std::min<int64_t>(c.depth, n); ++i) {
-            launch(*slots[i], i);
-            if (i == 0) c.first_launched = now_seconds();
-        }
-        for (int64_t i = 0; i < n; ++i) {
-            slot & cur = *slots[i % c.depth];
+        while (c.launched < std::min<int64_t>(c.depth, n)) launch_next(c);
+        while (c.taken < n) {
+            slot & cur = *slots[c.taken % c.depth];
             {
                 trace::scope ts("wait");
                 rt->wait(cur.run);   // leaves the run inactive, done or failed
             }
-            if (i == n - 1) c.last_waited = now_seconds();
-            take_result(c, cur, i);
-            if (i + c.depth < n) launch(cur, i + c.depth);
+            if (c.taken == n - 1) c.last_waited = now_seconds();
+            take_result(c, cur, c.taken);
+            c.taken++;
+            if (c.launched < n) launch_next(c);
         }
     } catch (...) {
-        // never leave a run writing into buffers the next call reuses
-        for (auto & s : slots) {
-            if (s->run.active()) {
-                try { rt->wait(s->run); } catch (...) {}
-            }
-        }
+        drain();
         throw;
     }
 }
 
-work_result npu_worker::compute(const multiply & m, row_range rows) {
-    const double t0 = now_seconds();
-    trace::name_thread("NPU worker (host)");
-    trace::scope ts("npu rows", rows.size());
+// Launch c.launched, into the slot its result will be taken from (launch i + depth reuses launch i's).
+void npu_worker::launch_next(call & c) {
+    const int64_t i = c.launched;
+    slot & s = *slots[i % c.depth];
+    fill_slot(c, s, i);
+    trace::scope ts("launch");
+    s.run = rt->launch(*c.row_blocks[c.blocks[i].rbi].kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
+    if (i == 0) c.first_launched = now_seconds();
+    c.launched++;
+}
+
+// Never leave a run writing into buffers the next call reuses.
+void npu_worker::drain() {
+    for (auto & s : slots) {
+        if (s->run.active()) {
+            try { rt->wait(s->run); } catch (...) {}
+        }
+    }
+}
+
+// The call's set-up before the pipeline: its jobs, their weights, the slots and the activations' places. A failure,
+// or success (with no jobs: nothing to do).
+work_result npu_worker::set_up(call & c, const multiply & m, row_range rows, double t0) {
     if (!m.npu.kernel) return work_result::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
-    call c;
     c.m    = &m;
     c.rows = rows;
     plan_jobs(c);
-    work_result res;
-    if (c.jobs.empty()) { res.seconds = now_seconds() - t0; return res; }
+    if (c.jobs.empty()) return work_result();
     {
         trace::scope tw("weights");
         std::string err;
@@ -769,17 +798,155 @@ work_result npu_worker::compute(const multiply & m, row_range rows) {
     }
     place_activations(c);
     c.check_finite = rt->results_valid();
-    run_pipeline(c);
+    return work_result();
+}
+
+// After the pipeline: what the arena holds now, the result's check, and the times.
+work_result npu_worker::wrap_up(call & c, double t0) {
     bool all_held = c.places == (int64_t) c.blocks.back().a_block + 1;
     for (int64_t p = 0; all_held && p < c.places; ++p) all_held = c.a_held[p] == p;
     if (all_held) arena_holds = c.arena_key_after;
     if (c.check_finite && !c.finite) return work_result::failed(work_failure::nonfinite_output, "", now_seconds() - t0);
+    work_result res;
     const double t1 = now_seconds();
     res.seconds = t1 - t0;
     for (const job & j : c.jobs) res.once_seconds += j.cache_seconds;
     // what does not grow with the rows: the set-up before the first launch and the last result after the last run
     res.fixed_seconds = (c.first_launched - t0) + (t1 - c.last_waited);
     return res;
+}
+
+work_result npu_worker::compute(const multiply & m, row_range rows) {
+    const double t0 = now_seconds();
+    trace::name_thread("NPU worker (host)");
+    trace::scope ts("npu rows", rows.size());
+    call c;
+    work_result res = set_up(c, m, rows, t0);
+    if (!res.ok() || c.jobs.empty()) {
+        if (res.ok()) res.seconds = now_seconds() - t0;
+        return res;
+    }
+    run_pipeline(c);
+    return wrap_up(c, t0);
+}
+
+// Driven by the CPU worker's team (worker.h): the set-up and the first launches here, on the calling thread.
+void npu_worker::start_driven(const multiply & m, row_range rows) {
+    drive.reset(new driven_call);
+    driven_call & d = *drive;
+    d.t0 = now_seconds();
+    trace::scope ts("npu rows: start (driven)", rows.size());
+    d.result = npu_worker_guard([&] {
+        work_result r = set_up(d.c, m, rows, d.t0);
+        if (r.ok() && !d.c.jobs.empty()) run_first(d.c);
+        return r;
+    });
+    d.stopped.store(!d.result.ok() || d.c.jobs.empty(), std::memory_order_release);
+}
+
+// The first launches of a call (as many as it keeps in flight).
+void npu_worker::run_first(call & c) {
+    try {
+        while (c.launched < std::min<int64_t>(c.depth, (int64_t) c.blocks.size())) launch_next(c);
+    } catch (...) {
+        drain();
+        throw;
+    }
+}
+
+// A step's failure: kept for finish_driven, and no more launches (the runs in flight are drained there).
+void npu_worker::driven_call::fail(work_result r) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (result.ok()) result = std::move(r);
+    stopped.store(true, std::memory_order_release);
+}
+
+// A boundary's first phase, on one thread: how many launches in a row, from the next result to take, have finished.
+// Waited for (at once: they have ended) so that the runtime counts them and a failed one throws here.
+void npu_worker::step_poll(int ith, int) {
+    if (ith != 0 || !drive) return;
+    driven_call & d = *drive;
+    (void) d.handed.load(std::memory_order_acquire);   // what the last step's last thread did (the team's barriers
+                                                       // order it too, but ThreadSanitizer cannot see libgomp's)
+    d.ready.store(0, std::memory_order_relaxed);
+    if (d.stopped.load(std::memory_order_acquire)) return;
+    call & c = d.c;
+    const int64_t n = (int64_t) c.blocks.size();
+    d.step_t0 = now_seconds();
+    int64_t k = 0;
+    const work_result r = npu_worker_guard([&] {
+        for (int64_t i = c.taken; i < c.launched && rt->finished(slots[i % c.depth]->run); ++i, ++k) {
+            rt->wait(slots[i % c.depth]->run);
+            if (i == n - 1) c.last_waited = now_seconds();
+        }
+        return work_result();
+    });
+    if (!r.ok()) return d.fail(r);
+    d.left.store(0, std::memory_order_relaxed);
+    d.ready.store(k, std::memory_order_release);
+}
+
+// A boundary's second phase, on every thread: a part of every finished launch's result (the same tokens of each, so
+// that the partial sums over K blocks are added in K order, as the worker's own thread adds them); the last thread to
+// finish starts the launches that reuse their slots.
+void npu_worker::step_take(int ith, int nth) {
+    if (!drive) return;
+    driven_call & d = *drive;
+    const int64_t k = d.ready.load(std::memory_order_acquire);
+    if (k == 0) return;
+    call & c = d.c;
+    bool finite = true;
+    const work_result r = npu_worker_guard([&] {
+        for (int64_t i = c.taken; i < c.taken + k; ++i) {
+            const block & bl = c.blocks[i];
+            const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
+            finite = take_tokens(c, *slots[i % c.depth], i, t_end * ith / nth, t_end * (ith + 1) / nth) && finite;
+        }
+        return work_result();
+    });
+    if (!finite) d.finite.store(false, std::memory_order_relaxed);
+    if (!r.ok()) d.fail(r);
+    if (d.left.fetch_add(1, std::memory_order_acq_rel) + 1 != nth) return;
+    // the last one: every part of these results is taken
+    c.taken += k;
+    d.team_results += k;
+    if (!d.stopped.load(std::memory_order_acquire)) {
+        const work_result l = npu_worker_guard([&] {
+            trace::scope ts("launch (driven)");
+            while (c.launched < (int64_t) c.blocks.size() && c.launched < c.taken + c.depth) launch_next(c);
+            return work_result();
+        });
+        if (!l.ok()) d.fail(l);
+    }
+    d.team_seconds += now_seconds() - d.step_t0;
+    d.handed.fetch_add(1, std::memory_order_release);   // to the next poll and to finish_driven, on other threads
+}
+
+// The rest of a driven call, on the calling thread (the CPU worker's team lent to it, help()).
+work_result npu_worker::finish_driven() {
+    if (!drive) return ended(work_result::failed(work_failure::device_run, "no driven call to finish"));
+    std::unique_ptr<driven_call> d = std::move(drive);
+    (void) d->handed.load(std::memory_order_acquire);
+    call & c = d->c;
+    trace::scope ts("npu rows: finish (driven)", c.rows.size());
+    c.finite = c.finite && d->finite.load(std::memory_order_acquire);
+    work_result r;
+    {
+        std::lock_guard<std::mutex> lock(d->mu);
+        r = d->result;
+    }
+    if (!r.ok()) {
+        drain();
+    } else if (!c.jobs.empty()) {
+        r = npu_worker_guard([&] {
+            run_pipeline(c);
+            return wrap_up(c, d->t0);
+        });
+    }
+    if (r.seconds == 0.0) r.seconds = now_seconds() - d->t0;
+    r.team_seconds = d->team_seconds;
+    r.team_results = d->team_results;
+    return ended(r);
 }
 
 }  // namespace xdna

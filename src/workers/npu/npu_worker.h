@@ -49,6 +49,10 @@ class npu_worker final : public async_worker {
     bool shares_host_work() const override { return true; }
     // a pair's launches are one stream, its blocks of activations read by both weights' launches (place_activations)
     bool takes_pairs() const override { return true; }
+    // where no core is left for its thread, the CPU worker's team drives the pipeline between its slices (worker.h)
+    bool drivable() const override { return true; }
+    void step_poll(int ith, int nth) override;
+    void step_take(int ith, int nth) override;
     // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
     void prepare_ahead(const multiply & m) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
@@ -77,6 +81,8 @@ class npu_worker final : public async_worker {
     work_result run(const multiply & m, row_range rows) override;
     // a dense bf16 multiply: the CPU worker's threads convert its activations into the arena (m.convert_bf16)
     void before_start(const multiply & m, row_range rows) override;
+    void start_driven(const multiply & m, row_range rows) override;
+    work_result finish_driven() override;
 
   private:
     npu_worker(std::unique_ptr<npu_runtime> rt, const config & cfg);
@@ -87,12 +93,19 @@ class npu_worker final : public async_worker {
     struct row_block;
     struct call;
     const npu_design * design_for(const ggml_tensor * w) const;
+    struct driven_call;
     work_result compute(const multiply & m, row_range rows);
+    work_result ended(work_result r);   // every call's end: the lent threads released, failures counted
     // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
+    work_result set_up(call & c, const multiply & m, row_range rows, double t0);
     void plan_jobs(call & c) const;
     bool prepare_job(job & j, row_range rows, int64_t ld, std::string * err);
     void place_activations(call & c);
-    void run_pipeline(call & c);
+    void run_first(call & c);      // the first launches (a driven call's, before the team's steps)
+    void run_pipeline(call & c);   // from where the call stands to its end
+    void launch_next(call & c);
+    void drain();                  // waits for every run in flight, whatever their end
+    work_result wrap_up(call & c, double t0);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const block & bl);
     void convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
@@ -140,6 +153,8 @@ class npu_worker final : public async_worker {
     bool                         staged_unsynced = false;   // before_start converted the arena's contents, unsynced
 
     lent_threads                 helper;   // the CPU worker's threads, lent once the CPU's rows are done (help())
+
+    std::unique_ptr<driven_call> drive;   // the call the CPU worker's team drives, from begin_driven to end()
 
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had

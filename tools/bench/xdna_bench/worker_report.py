@@ -3,6 +3,8 @@
     ggml-xdna: 22 multiplies; npu: 1536 rows, 0.120 s | cpu: 4096 rows, 0.310 s
     ggml-xdna: 22 multiplies; npu: 256 rows, 0.040 s (2 runs failed, redone on the CPU) | cpu: 5376 rows, 0.5 s
     ggml-xdna: 3 multiplies; no rows
+    ggml-xdna: 22 multiplies; npu: 1536 rows, 0.120 s (device busy 70%) (driven by the CPU's team in 11 runs, 30 results
+        taken between its slices) | cpu: 4096 rows, 0.310 s   (one line)
 """
 
 import re
@@ -10,6 +12,7 @@ from dataclasses import dataclass, field
 
 _LINE_RE = re.compile(r"^ggml-xdna: (\d+) multiplies; (.*)$")
 _PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \(device busy (\d+)%\))?"
+                      r"(?: \(driven by the CPU's team in \d+ runs, \d+ results taken between its slices\))?"
                       r"(?: \((\d+) runs? failed[^)]*\))?$")
 
 
