@@ -55,10 +55,11 @@ std::string compute_engine::summary() const {
 // the CPU worker (the planner decides who gets rows: next to the GPU, the NPU only joins large multiplies).
 void compute_engine::participants(multiply & m, bool auto_split, std::vector<worker *> & ws,
                                   std::vector<plan_worker> & pw) const {
-    // Where the CPU worker's threads take every core, the NPU's rows cost its team a thread (its host thread needs a
-    // core) and that team's restart: at -t 16 of 16 cores auto was 0.94-0.95 of the CPU alone where the NPU pays
-    // little or nothing (emulated at 1,441 and 350 GFLOP/s), so by default the auto split keeps the NPU out there. A
-    // fixed share, or GGML_XDNA_NPU_HOST_CORE=1, lets it in (at 3,140 GFLOP/s auto then ran at 1.18x the CPU alone).
+    // Where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0) and the CPU worker's threads take
+    // every core, the NPU's rows cost its team a thread (that thread needs a core) and that team's restart: at -t 16
+    // of 16 cores auto was 0.94-0.95 of the CPU alone where the NPU pays little or nothing (emulated at 1,441 and 350
+    // GFLOP/s), so the auto split keeps the NPU out there unless GGML_XDNA_NPU_HOST_CORE=1 or a fixed share lets it
+    // in. By default the team drives the NPU there instead, and the NPU costs it no thread.
     const bool npu_out = auto_split && cpu.npu_costs_a_thread_by_default();
     for (worker * w : others) {
         if (npu_out && w->kind() == worker_kind::npu) continue;
@@ -111,13 +112,31 @@ worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const s
     return nullptr;
 }
 
-// Slices of the CPU's rows for a driven worker: a boundary for about every launch past the first two, so that each
-// finds a run finished and its slot free for the next launch, while the slices stay wide enough for every thread of
-// the team to have rows (8 each) and their number within what one graph holds (cpu_worker::compute).
-static int engine_slices(const multiply & m, int64_t npu_rows, int64_t cpu_rows, int threads) {
+// Slices of the CPU's part for a driven worker (cpu_worker::compute cuts them, no finer than its kernels work): the
+// NPU worker keeps up to three runs in flight, so a boundary every two of its launches keeps it fed where the CPU's
+// part lasts about as long as the NPU's (what the planner aims at): the launches past the first three, two per
+// boundary.
+static int engine_slices(const multiply & m, int64_t npu_rows) {
     const int64_t launches = (int64_t) std::ceil(m.npu.cost.units(npu_rows));
-    const int64_t widest = std::max<int64_t>(1, cpu_rows / (8 * std::max(1, threads)));
-    return (int) std::clamp<int64_t>(launches - 1, 1, widest);
+    if (const char * v = getenv("XDNA_DEV_SLICES")) return std::max(1, atoi(v));  // DEV
+    if (getenv("XDNA_DEV_DENSE")) return (int) std::max<int64_t>(1, launches - 1);  // DEV
+    return (int) std::max<int64_t>(1, 1 + (launches - 2) / 2);
+}
+
+// A driven worker's end, once the CPU's rows are done: the calling thread finishes it (waiting for the device) and the
+// rest of the team takes parts of each result (help()), unless lending is off or the CPU failed.
+work_result compute_engine::finish_driven(worker * w, bool cpu_ok) {
+    work_result r;
+    bool ended = false;   // end() exactly once: the team's graph may report a failure (an abort) after running it
+    if (cpu_ok && help) {
+        cpu.run_on_threads([&r, &ended, w](int ith, int) {
+            if (ith != 0) return w->help();
+            r = w->end();
+            ended = true;
+        });
+    }
+    if (!ended) r = w->end();
+    return r;
 }
 
 bool compute_engine::pairs() const {
@@ -177,18 +196,13 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     cpu_worker::driving drive;
     if (driven) {
         drive.w      = driven;
-        drive.slices = engine_slices(m, npu_rows_of(ws, rows), rows[n_dev].size(), cpu.threads());
+        drive.slices = engine_slices(m, npu_rows_of(ws, rows));
     }
     work_result cpu_res = cpu_part(m, rows[n_dev], ws, rows, driven ? &drive : nullptr);
-    // a driven worker is finished by the team, all of it lent: the calling thread drives, the others help
     std::vector<work_result> dev_res(n_dev);
     if (driven) {
         work_result & r = dev_res[std::find(ws.begin(), ws.end(), driven) - ws.begin()];
-        if (!cpu_res.ok() || !cpu.run_on_threads([&r, driven](int ith, int) {
-                if (ith == 0) r = driven->end(); else driven->help();
-            })) {
-            r = driven->end();
-        }
+        r = finish_driven(driven, cpu_res.ok());
         cpu_res.seconds = std::max(0.0, cpu_res.seconds - r.team_seconds);   // the CPU's own rows, for the planner
     }
     if (!cpu_res.ok()) {

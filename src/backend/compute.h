@@ -38,6 +38,7 @@ class compute_engine {
     work_result cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                          const std::vector<row_range> & rows, const cpu_worker::driving * drive);
     worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;
+    work_result finish_driven(worker * w, bool cpu_ok);
 
     totals  sums[3];
     int64_t n_multiplies = 0;

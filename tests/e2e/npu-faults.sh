@@ -44,6 +44,17 @@ for fault in error timeout nan; do
     check "$fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
 done
 
+# the CPU worker's team driving the NPU between slices of its rows (GGML_XDNA_NPU_TEAM_DRIVES=1), half the rows on
+# the NPU: a failed run is redone on the CPU all the same
+for fault in error nan; do
+    out=$(perplexity GGML_XDNA_NPU_TEAM_DRIVES=1 GGML_XDNA_NPU_SHARE=0.5 XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=12 \
+          XDNA_EMU_FAULT_COUNT=2)
+    p=$(final "$out")
+    echo "team-driven, fault '$fault' on runs 13-14: PPL ${p:-none}"
+    check "team-driven $fault: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
+    check "team-driven $fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
+done
+
 out=$(perplexity XDNA_EMU_FAULT=error XDNA_EMU_FAULT_AFTER=14 XDNA_EMU_FAULT_COUNT=0)
 p=$(final "$out")
 echo "every run failing from the 15th on: PPL ${p:-none}"

@@ -192,20 +192,32 @@ int64_t cpu_worker::row_align(const multiply & m) const {
 }
 
 // Rows [begin, end) of `node` as a node of the worker's context: the weight's rows (of every expert) in its own buffer,
-// so its layout stays, and the same rows of the result, computed in place. Null when the views cannot be made.
-static ggml_tensor * cpu_worker_rows_node(ggml_context * ctx, const ggml_tensor * node, row_range rows) {
+// so its layout stays, and the same rows of the result, computed in place. With `tokens`, only those columns of a
+// 2-D MUL_MAT (its input's rows [begin, end) and the same of the result). Null when the views cannot be made.
+static ggml_tensor * cpu_worker_rows_node(ggml_context * ctx, const ggml_tensor * node, row_range rows,
+                                          const row_range * tokens = nullptr) {
     ggml_tensor * w   = node->src[0];
+    ggml_tensor * x   = node->src[1];
     ggml_tensor * dst = const_cast<ggml_tensor *>(node);
     ggml_tensor * wv = ggml_view_3d(ctx, w, w->ne[0], rows.size(), w->ne[2], w->nb[1], w->nb[2], rows.begin * w->nb[1]);
-    ggml_tensor * dv = ggml_view_4d(ctx, dst, rows.size(), dst->ne[1], dst->ne[2], dst->ne[3],
-                                    dst->nb[1], dst->nb[2], dst->nb[3], rows.begin * dst->nb[0]);
-    if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS || ggml_backend_view_init(dv) != GGML_STATUS_SUCCESS) {
+    ggml_tensor * xv = nullptr, * dv = nullptr;
+    if (tokens) {
+        xv = ggml_view_2d(ctx, x, x->ne[0], tokens->size(), x->nb[1], tokens->begin * x->nb[1]);
+        dv = ggml_view_2d(ctx, dst, rows.size(), tokens->size(), dst->nb[1],
+                          tokens->begin * dst->nb[1] + rows.begin * dst->nb[0]);
+    } else {
+        dv = ggml_view_4d(ctx, dst, rows.size(), dst->ne[1], dst->ne[2], dst->ne[3],
+                          dst->nb[1], dst->nb[2], dst->nb[3], rows.begin * dst->nb[0]);
+    }
+    if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS || ggml_backend_view_init(dv) != GGML_STATUS_SUCCESS ||
+        (xv && ggml_backend_view_init(xv) != GGML_STATUS_SUCCESS)) {
         return nullptr;
     }
     dv->op = node->op;
     memcpy(dv->op_params, node->op_params, sizeof(dv->op_params));
     for (int i = 0; i < GGML_MAX_SRC; ++i) dv->src[i] = node->src[i];
     dv->src[0] = wv;
+    if (xv) dv->src[1] = xv;
     dv->flags |= GGML_TENSOR_FLAG_COMPUTE;   // ggml_graph_add_node does not set it, and the CPU skips nodes without it
     return dv;
 }
@@ -237,17 +249,25 @@ work_result cpu_worker::compute(const multiply & m, row_range rows, const drivin
                                        std::to_string(align) + "-row groups");
     }
     // the rows of the multiply's nodes (a pair's two: one graph, one start of the team), in place in their results;
-    // where the team drives a device, slice by slice (whole row groups each), a boundary after every slice but the last
-    const int64_t groups = (rows.size() + align - 1) / align;
+    // where the team drives a device, slice by slice, a boundary after every slice but the last. A 2-D MUL_MAT is
+    // sliced by tokens: ggml's MUL_MAT converts its whole input for the CPU's kernels at every node, and slices of
+    // the rows would each convert all of it again (-t 16, share 0.5: each boundary cost the CPU's part ~0.45 ms, the
+    // rows of a pair 30% slower in three slices); slices of the tokens convert each token once, in groups of 16. Other
+    // multiplies are sliced by rows, in whole units of a row group per thread: ggml's kernels hand each thread chunks
+    // of whole row groups (8 rows of a repacked weight), so 19 groups on 16 threads take as long as 32.
+    const ggml_tensor * x = m.node->src[1];
+    const bool by_tokens = !m.is_id() && x->ne[2] == 1 && x->ne[3] == 1;
+    const int64_t unit = by_tokens ? 16 : align * std::max(1, p->n_active);
+    const int64_t span = by_tokens ? x->ne[1] : rows.size(), units = (span + unit - 1) / unit;
     const int64_t slices = drive && drive->w ? std::clamp<int64_t>(drive->slices, 1, std::min<int64_t>(
-                               groups, (max_nodes + 2) / (m.nodes() + 2))) : 1;
+                               units, (max_nodes + 2) / (m.nodes() + 2))) : 1;
     ggml_reset(p->ctx);
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, max_nodes, false);
     for (int64_t sl = 0; sl < slices; ++sl) {
-        const row_range part = { rows.begin + groups * sl / slices * align,
-                                 std::min(rows.end, rows.begin + groups * (sl + 1) / slices * align) };
+        const row_range cut = { units * sl / slices * unit, std::min(span, units * (sl + 1) / slices * unit) };
+        const row_range part = by_tokens ? rows : row_range{ rows.begin + cut.begin, rows.begin + cut.end };
         for (int i = 0; i < m.nodes(); ++i) {
-            ggml_tensor * dv = cpu_worker_rows_node(p->ctx, m.node_at(i), part);
+            ggml_tensor * dv = cpu_worker_rows_node(p->ctx, m.node_at(i), part, by_tokens && slices > 1 ? &cut : nullptr);
             if (!dv) return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
             ggml_graph_add_node(g, dv);
         }
