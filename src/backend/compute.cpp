@@ -115,12 +115,14 @@ worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const s
 // Slices of the CPU's part for a driven worker (cpu_worker::compute cuts them, no finer than its kernels work): the
 // NPU worker keeps up to three runs in flight, so a boundary every two of its launches keeps it fed where the CPU's
 // part lasts about as long as the NPU's (what the planner aims at): the launches past the first three, two per
-// boundary.
+// boundary. And at least four slices: the boundaries are when the NPU's end is seen, which the planner learns its time
+// by (npu_worker::finish_driven); with none, a probe of one block looked as slow as the CPU's whole part (the 2-CPU
+// VM, -t 2, emulated at 3,140 GFLOP/s: auto gave the NPU 31% of the rows, the NPU worker's thread 89%).
 static int engine_slices(const multiply & m, int64_t npu_rows) {
     const int64_t launches = (int64_t) std::ceil(m.npu.cost.units(npu_rows));
     if (const char * v = getenv("XDNA_DEV_SLICES")) return std::max(1, atoi(v));  // DEV
-    if (getenv("XDNA_DEV_DENSE")) return (int) std::max<int64_t>(1, launches - 1);  // DEV
-    return (int) std::max<int64_t>(1, 1 + (launches - 2) / 2);
+    if (getenv("XDNA_DEV_DENSE")) return (int) std::max<int64_t>(4, launches - 1);  // DEV
+    return (int) std::max<int64_t>(4, 1 + (launches - 2) / 2);
 }
 
 // A driven worker's end, once the CPU's rows are done: the calling thread finishes it (waiting for the device) and the

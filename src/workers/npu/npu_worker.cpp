@@ -104,7 +104,9 @@ struct npu_worker::driven_call {
     double                t0 = 0.0, step_t0 = 0.0;
     double                team_seconds = 0.0;     // the steps' time: the team's time spent on the NPU's host work
     int64_t               team_results = 0;       // results the steps took
-    bool                  last_in_step = false;   // the last launch was found finished at a boundary (c.last_waited)
+    // When the NPU's last run ended, as the boundaries saw it: between the last poll that found it running
+    // (polled_at) and the first that found it finished (npu_done: the middle of the two; 0 while not seen)
+    double                polled_at = 0.0, npu_done = 0.0;
     work_result           result;                 // the set-up's, or the first step's failure (mu)
     std::mutex            mu;
     std::atomic<bool>     stopped{ false };       // failed, or nothing to do: no more launches
@@ -842,6 +844,7 @@ void npu_worker::start_driven(const multiply & m, row_range rows) {
         if (r.ok() && !d.c.jobs.empty()) run_first(d.c);
         return r;
     });
+    d.polled_at = d.c.first_launched;
     d.stopped.store(!d.result.ok() || d.c.jobs.empty(), std::memory_order_release);
 }
 
@@ -880,11 +883,12 @@ void npu_worker::step_poll(int ith, int) {
             rt->wait(slots[i % c.depth]->run);
             if (i == n - 1) {
                 c.last_waited = now_seconds();
-                d.last_in_step = true;
+                d.npu_done = 0.5 * (d.polled_at + d.step_t0);
             }
         }
         return work_result();
     });
+    d.polled_at = d.step_t0;
     if (!r.ok()) return d.fail(r);
     d.left.store(0, std::memory_order_relaxed);
     d.ready.store(k, std::memory_order_release);
@@ -942,16 +946,21 @@ work_result npu_worker::finish_driven() {
     if (!r.ok()) {
         drain();
     } else if (!c.jobs.empty()) {
+        const int64_t n = (int64_t) c.blocks.size();
+        const double t_fin = now_seconds();
+        if (d->npu_done == 0.0 && c.launched == n && rt->finished(slots[(n - 1) % c.depth]->run)) {
+            d->npu_done = 0.5 * (d->polled_at + t_fin);
+        }
         r = npu_worker_guard([&] {
             run_pipeline(c);
             return wrap_up(c, d->t0);
         });
-        // Its last run found finished at a boundary, the NPU had nothing left to do but wait for the CPU's rows: its
-        // time is up to then (the planner learns the NPU's speed, not the CPU's; otherwise the NPU would look as slow
-        // as the CPU's part whenever it finishes first, and auto would give it ever fewer rows: -t 16 of 16 cores,
+        // The NPU done before the CPU's rows, it only waited for them: its time runs to when its last run ended, as
+        // the boundaries saw it (the planner learns the NPU's speed, not the CPU's; measured to the end, the NPU looked
+        // as slow as the CPU's part whenever it finished first, and auto gave it ever fewer rows: -t 16 of 16 cores,
         // 3,140 GFLOP/s, auto 21% of the rows where a fixed 0.75 was 1.4x faster).
-        if (r.ok() && d->last_in_step) {
-            r.seconds       = c.last_waited - d->t0;
+        if (r.ok() && d->npu_done > 0.0) {
+            r.seconds       = std::max(d->npu_done, c.first_launched) - d->t0;
             r.fixed_seconds = c.first_launched - d->t0;
         }
     }
