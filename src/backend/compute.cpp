@@ -120,8 +120,6 @@ worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const s
 // VM, -t 2, emulated at 3,140 GFLOP/s: auto gave the NPU 31% of the rows, the NPU worker's thread 89%).
 static int engine_slices(const multiply & m, int64_t npu_rows) {
     const int64_t launches = (int64_t) std::ceil(m.npu.cost.units(npu_rows));
-    if (const char * v = getenv("XDNA_DEV_SLICES")) return std::max(1, atoi(v));  // DEV
-    if (getenv("XDNA_DEV_DENSE")) return (int) std::max<int64_t>(4, launches - 1);  // DEV
     return (int) std::max<int64_t>(4, 1 + (launches - 2) / 2);
 }
 
