@@ -1,5 +1,6 @@
 // The NPU worker: computes a range of output rows of a claimed multiply on the NPU (through XRT, or the software
-// XDNA1 where there is none), on a persistent thread of its own.
+// XDNA1 where there is none), on a persistent thread of its own, or, where the CPU worker's threads take every core,
+// driven by the CPU worker's team between slices of its rows (begin_driven, step_poll, step_take; worker.h).
 //
 // Per multiply: the worker's rows are tiled into the kernel set's blocks, widest first (npu_cost_hint::for_blocks;
 // edges padded with zeros); each block of activations (tokens x one K block) is converted to bf16 (or int8 with one
