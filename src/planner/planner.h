@@ -30,7 +30,8 @@
 namespace xdna {
 
 // Why a plan gave the NPU what it did (the decision line says it).
-enum class plan_reason { probe, reprobe, auto_split, measured_slower, fixed_share, only_worker, below_gpu_size, no_npu };
+enum class plan_reason { probe, reprobe, auto_split, measured_slower, whole_measured_faster, fixed_share, only_worker,
+                         below_gpu_size, no_npu };
 const char * plan_reason_name(plan_reason r);
 
 // A worker as the planner sees it for one multiply.
@@ -52,6 +53,8 @@ struct planner_options {
                                       // slower than the split) under this share of the shape's time
     double  whole_try      = 1.3;     // the NPU is tried on every row when its model predicts at most this many
                                       // times the best split's time for them (its whole is faster, see npu_whole)
+    double  whole_share    = 0.5;     // ...or gives it at least this share of the rows (its model of a part may be far
+                                      // off its whole: the CPU's team driving it is slowed by the split's boundaries)
     double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
     double  max_margin     = 0.12;    // the most that repeated changes raise that margin to
     int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
@@ -94,7 +97,9 @@ class split_planner {
     // A multiply of `key`, its NPU on `npu_rows` rows, took `seconds` from its plan to its end: every worker, the waits
     // between them, the CPU's team made whole again (the engine's clock; without one-time work such as a weight's first
     // conversion). Auto judges its share by these too, not by its models alone: a share whose multiplies took longer
-    // on average than those with the NPU out is kept out for a while (plan_reason::measured_slower).
+    // on average than those with the NPU out is kept out for a while (plan_reason::measured_slower), and one whose
+    // multiplies took longer than those with the NPU on every row gives the NPU every row for a while
+    // (plan_reason::whole_measured_faster).
     void report_outcome(const shape_key & key, int64_t npu_rows, double seconds);
 
     // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
@@ -168,10 +173,14 @@ class split_planner {
         int64_t       stable      = 0;      // multiplies since the last change or margin decay
         int64_t       last[3]     = { -1, -1, -1 };   // rows per worker kind of the last logged plan
         wall_window   wall_split, wall_out;     // walls at the share auto settled on (wall_rows), and with the NPU out
+        wall_window   wall_whole;               // and with the NPU on every row (its tries, or while it was measured faster)
         int64_t       wall_rows   = -1;
         int64_t       out_until   = 0;          // `calls` until which the NPU is kept out (measured slower)
         int64_t       out_gap     = 0;          // how long that was the last time
         int64_t       kept_out    = 0;          // times it was
+        int64_t       whole_until = 0;          // `calls` until which the NPU takes every row (measured faster whole)
+        int64_t       whole_gap   = 0;          // how long that was the last time
+        int64_t       whole_won   = 0;          // times it was
     };
     struct totals {
         int64_t rows = 0, runs = 0, failures = 0;
@@ -204,7 +213,7 @@ class split_planner {
     mutable std::mutex mtx;
     std::unordered_map<shape_key, shape_state, shape_key_hash> shapes;
     totals  sums[3];
-    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0, n_kept_out = 0;
+    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0, n_kept_out = 0, n_whole_won = 0;
 };
 
 }  // namespace xdna

@@ -596,3 +596,37 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_without_the_npu_is_kept_out) {
         }
     }
 }
+
+TEST(planner_sim, a_split_slower_as_a_whole_than_the_npu_on_every_row_gives_it_every_row) {
+    // The NPU 3x the CPU: by the workers' own times a split (the NPU on 2,560 rows) is 16% faster than the NPU on
+    // every row, but every multiply split beside the CPU also waits 2 ms (the boundaries of a CPU team that drives
+    // the NPU between slices of its rows), which only the multiplies' own times (report_outcome) show. Auto must give
+    // the NPU every row then, save a few multiplies that measure the split again, and keep the split when it does not.
+    for (const double stall : { 0.0, 2e-3 }) {
+        sim_worker npu = sim_npu(3.0, true, true);
+        npu.reports_fixed = true;
+        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
+        sim.stall_every = 1;
+        sim.stall_s     = stall;
+        const double whole = sim.time_of(0, 3072, false), split = sim.makespan({ { 0, 2560 }, { 2560, 3072 } }) + stall;
+        double sum = 0.0;
+        int64_t all = 0;
+        for (int c = 1; c <= 1000; ++c) {
+            const sim_result r = sim.step();
+            if (c <= 100) continue;
+            sum += r.makespan;
+            all += r.npu_rows == 3072;
+        }
+        const double mean = sum / 900;
+        printf("[figures] split 16%% faster by its workers' times, stalls of %.0f ms on each: calls 101-1000 at %.3f x the"
+               " NPU on every row (the split %.3f x), the NPU on every row in %lld of them\n", stall * 1e3, mean / whole,
+               split / whole, (long long) all);
+        if (stall > 0.0) {
+            EXPECT_LT(mean, whole * 1.03);
+            EXPECT_GT(all, 800);
+        } else {
+            EXPECT_LT(mean, split * 1.03) << "a split that pays as a whole must stay";
+            EXPECT_LT(all, 20);
+        }
+    }
+}
