@@ -320,11 +320,11 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
     // the decision, unless something must be measured first, or the share was measured slower than the NPU out
     const int64_t r = measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, ready, p, p_alone, why);
-    if (r > 0 && st.calls < st.out_until) {
+    if (r > 0 && st.kept_out.on(st.calls)) {
         why = plan_reason::measured_slower;
         return 0;
     }
-    if (r > 0 && r < n && why == plan_reason::auto_split && st.calls < st.whole_until) {
+    if (r > 0 && r < n && why == plan_reason::auto_split && st.whole_won.on(st.calls)) {
         why = plan_reason::whole_measured_faster;
         return n;
     }
@@ -553,22 +553,18 @@ void split_planner::report_outcome(const shape_key & key, int64_t npu_rows, doub
     // Slower than with the NPU out, or than with the NPU on every row, whatever the models predict (they see each
     // worker, not what the split costs between and around them): the other for a while, twice as long each time it
     // happens again, then the split measured afresh.
-    const int64_t most = std::max(opts.out_max_every, opts.out_every);
-    auto back_off = [&](int64_t & gap, int64_t & until) {
-        gap   = std::min<int64_t>(std::max<int64_t>(2 * gap, opts.out_every), most);
-        until = st.calls + gap;
-        st.wall_split = wall_window();
-    };
     const double split = st.wall_split.mean(), margin = 1.0 + opts.outcome_margin;
+    outcome_spell * spell = nullptr;
     if (st.wall_out.n >= 2 && split > st.wall_out.mean() * margin) {
-        back_off(st.out_gap, st.out_until);
-        st.kept_out++;
+        spell = &st.kept_out;
         n_kept_out++;
     } else if (npu_rows < key.rows && st.wall_whole.n >= 2 && split > st.wall_whole.mean() * margin) {
-        back_off(st.whole_gap, st.whole_until);
-        st.whole_won++;
+        spell = &st.whole_won;
         n_whole_won++;
     }
+    if (!spell) return;
+    spell->start(st.calls, opts.out_every, std::max(opts.out_max_every, opts.out_every));
+    st.wall_split = wall_window();
 }
 
 std::string split_planner::summary() const {
@@ -619,8 +615,8 @@ std::vector<std::string> split_planner::shape_report() const {
         }
         if (st.cpu_regroup.slope() > 1e-6) l += " regrouping the cpu " + fmt_seconds(st.cpu_regroup.slope()) + ",";
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
-        if (st.kept_out) l += ", kept out " + std::to_string(st.kept_out) + " times as measured slower";
-        if (st.whole_won) l += ", every row " + std::to_string(st.whole_won) + " times as measured faster so";
+        if (st.kept_out.times) l += ", kept out " + std::to_string(st.kept_out.times) + " times as measured slower";
+        if (st.whole_won.times) l += ", every row " + std::to_string(st.whole_won.times) + " times as measured faster so";
         lines.push_back(std::move(l));
     }
     std::sort(lines.begin(), lines.end());

@@ -132,6 +132,17 @@ class split_planner {
         void    add(double s) { t[head] = s; head = (head + 1) % size; n = std::min(n + 1, size); }
         double  mean() const { double m = 0.0; for (int i = 0; i < n; ++i) m += t[i]; return n ? m / n : 0.0; }
     };
+    // A while in which the multiplies' own times overrule the models (report_outcome): until `calls` reaches `until`;
+    // `gap` multiplies the last time, twice as many each time it starts again; `times` it did.
+    struct outcome_spell {
+        int64_t until = 0, gap = 0, times = 0;
+        bool    on(int64_t calls) const { return calls < until; }
+        void    start(int64_t calls, int64_t every, int64_t most) {
+            gap   = std::min<int64_t>(std::max<int64_t>(2 * gap, every), most);
+            until = calls + gap;
+            times++;
+        }
+    };
     struct shape_state {
         cost_model    model[3];             // indexed by worker_kind; the CPU's while the NPU works alongside
         // The NPU's fixed part per multiply, when its worker measures it apart (npu_split): model[NPU] then holds only
@@ -175,12 +186,8 @@ class split_planner {
         wall_window   wall_split, wall_out;     // walls at the share auto settled on (wall_rows), and with the NPU out
         wall_window   wall_whole;               // and with the NPU on every row (its tries, or while it was measured faster)
         int64_t       wall_rows   = -1;
-        int64_t       out_until   = 0;          // `calls` until which the NPU is kept out (measured slower)
-        int64_t       out_gap     = 0;          // how long that was the last time
-        int64_t       kept_out    = 0;          // times it was
-        int64_t       whole_until = 0;          // `calls` until which the NPU takes every row (measured faster whole)
-        int64_t       whole_gap   = 0;          // how long that was the last time
-        int64_t       whole_won   = 0;          // times it was
+        outcome_spell kept_out;                 // the NPU out, measured slower (report_outcome)
+        outcome_spell whole_won;                // the NPU on every row, measured faster than the split
     };
     struct totals {
         int64_t rows = 0, runs = 0, failures = 0;

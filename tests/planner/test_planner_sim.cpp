@@ -566,6 +566,19 @@ TEST(planner_sim, the_cost_of_regrouping_the_cpu_counts_against_a_split) {
     }
 }
 
+// Calls 101-1000 of `sim`, after it has settled: the mean makespan, and how many gave the NPU `npu_rows` rows.
+static std::pair<double, int64_t> settled_run(simulation & sim, int64_t npu_rows) {
+    double sum = 0.0;
+    int64_t hits = 0;
+    for (int c = 1; c <= 1000; ++c) {
+        const sim_result r = sim.step();
+        if (c <= 100) continue;
+        sum += r.makespan;
+        hits += r.npu_rows == npu_rows;
+    }
+    return { sum / 900, hits };
+}
+
 TEST(planner_sim, a_split_slower_as_a_whole_than_without_the_npu_is_kept_out) {
     // The workers' own times make a split 17% faster than the CPU alone, but every second multiply split beside the
     // CPU also waits 9 ms (a thread waiting for a core, as at -t 16 of 16 cores): as a whole the split is slower, which
@@ -577,15 +590,7 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_without_the_npu_is_kept_out) {
         simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
         sim.stall_every = 2;
         sim.stall_s     = stall;
-        double sum = 0.0;
-        int64_t out = 0;
-        for (int c = 1; c <= 1000; ++c) {
-            const sim_result r = sim.step();
-            if (c <= 100) continue;
-            sum += r.makespan;
-            out += r.npu_rows == 0;
-        }
-        const double mean = sum / 900;
+        const auto [mean, out] = settled_run(sim, 0);
         printf("[figures] split 17%% faster by its workers' times, stalls of %.0f ms on every second one: calls 101-1000"
                " at %.3f x the CPU alone, the NPU out on %lld of them\n", stall * 1e3, mean / alone, (long long) out);
         if (stall > 0.0) {
@@ -609,15 +614,7 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_the_npu_on_every_row_gives_it_e
         sim.stall_every = 1;
         sim.stall_s     = stall;
         const double whole = sim.time_of(0, 3072, false), split = sim.makespan({ { 0, 2560 }, { 2560, 3072 } }) + stall;
-        double sum = 0.0;
-        int64_t all = 0;
-        for (int c = 1; c <= 1000; ++c) {
-            const sim_result r = sim.step();
-            if (c <= 100) continue;
-            sum += r.makespan;
-            all += r.npu_rows == 3072;
-        }
-        const double mean = sum / 900;
+        const auto [mean, all] = settled_run(sim, 3072);
         printf("[figures] split 16%% faster by its workers' times, stalls of %.0f ms on each: calls 101-1000 at %.3f x the"
                " NPU on every row (the split %.3f x), the NPU on every row in %lld of them\n", stall * 1e3, mean / whole,
                split / whole, (long long) all);
