@@ -10,8 +10,6 @@
 #include <cstring>
 #include <limits>
 
-#include <sys/prctl.h>
-
 namespace xdna_emu {
 
 namespace {
@@ -241,9 +239,6 @@ void npu::submit(std::shared_ptr<command> cmd) {
 }
 
 void npu::executor() {
-    // The modelled run ends at its modelled time: without this, sleep_until() may wake up to the default timer slack
-    // (50 us) late, and every run would look that much longer than the model says.
-    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     for (;;) {
         std::shared_ptr<command> cmd;
         {
@@ -255,15 +250,17 @@ void npu::executor() {
             cmd = std::move(m_queue.front());
             m_queue.pop_front();
         }
-        const ert_cmd_state final_state = execute(*cmd);
+        std::chrono::steady_clock::time_point ends{};
+        const ert_cmd_state final_state = execute(*cmd, &ends);
         cmd->run.reset();   // the run, its kernel and hardware context may go now
         std::lock_guard<std::mutex> lock(cmd->status->mu);
         cmd->status->state = final_state;
+        cmd->status->ends = ends;
         cmd->status->cv.notify_all();
     }
 }
 
-ert_cmd_state npu::execute(command& cmd) {
+ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* ends) {
     xrt::run_impl& run = *cmd.run;
     xrt::run_status& status = *cmd.status;
     const config& cfg = run.kernel->ctx->dev->cfg;
@@ -355,10 +352,10 @@ ert_cmd_state npu::execute(command& cmd) {
         for (size_t i = 0; i < count; ++i) c[i] = bf16_to_f32(f32_to_bf16(c[i]));
     }
     if (cfg.mode != mode::exact) {
-        std::this_thread::sleep_until(done);
+        *ends = done;   // the host's wait wakes itself then (run_status); the NPU goes on to the next run's model
     }
-    log(2, cfg.log_level, "run #%" PRIu64 ": %s %ux%ux%u in %.3f ms", cmd.serial, d.name.c_str(), cr.block.m,
-        cr.block.k, cr.block.n,
+    log(2, cfg.log_level, "run #%" PRIu64 ": %s %ux%ux%u, modelled %.3f ms, computed in %.3f ms", cmd.serial,
+        d.name.c_str(), cr.block.m, cr.block.k, cr.block.n, std::chrono::duration<double, std::milli>(busy).count(),
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return ERT_CMD_STATE_COMPLETED;
 }

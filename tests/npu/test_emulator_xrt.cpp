@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -284,6 +285,26 @@ TEST(EmulatorXrt, RunCannotStartTwiceWhileActive) {
     xrt::run never(r.kern);
     EXPECT_EQ(never.wait(std::chrono::milliseconds(1)), ERT_CMD_STATE_NEW);
     EXPECT_THROW(never.abort(), std::system_error);
+}
+
+// A run's end is published ahead of its modelled time (run_status::ends): until then the host must see it running,
+// whatever the NPU's thread has done meanwhile: state() says running, a second start and an abort are refused, a
+// wait with a shorter timeout times out, and the wait returns not before the modelled end.
+TEST(EmulatorXrt, ARunReadsRunningUntilItsModelledEnd) {
+    xdna_test::scoped_env mode("XDNA_EMU_MODE", "null");
+    xdna_test::scoped_env disp("XDNA_EMU_DISPATCH_US", "200000");   // 200 ms: far longer than the checks below
+    raw_block r;
+    r.sync_inputs();
+    const auto t0 = std::chrono::steady_clock::now();
+    xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));   // the NPU's thread has long taken the run
+    EXPECT_EQ(run.state(), ERT_CMD_STATE_RUNNING);
+    EXPECT_THROW(run.start(), std::runtime_error);
+    EXPECT_THROW(run.abort(), std::system_error);
+    EXPECT_EQ(run.wait(std::chrono::milliseconds(10)), ERT_CMD_STATE_TIMEOUT);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_COMPLETED);
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+    EXPECT_EQ(run.state(), ERT_CMD_STATE_COMPLETED);
 }
 
 // Sub-buffers (xrt::bo(parent, size, offset)), as the NPU worker's resident weights use them: a kernel argument that
