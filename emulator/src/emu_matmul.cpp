@@ -38,12 +38,15 @@ float bf16_to_f32(uint16_t h) {
 namespace {
 
 constexpr uint32_t MR = 4;          // rows of C per register tile
-constexpr uint32_t NR = 32;         // columns of C per panel (4 vectors of 8 doubles)
+constexpr uint32_t NR_MAX = 32;     // the widest panel (columns of C) of the tile kernels below
 constexpr uint32_t GROUP = 8;       // the AIE2 MAC's reduction width: one rounding per 8 products
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef double v8du __attribute__((vector_size(64), aligned(8), may_alias));
 typedef float v8f __attribute__((vector_size(32)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef double v4du __attribute__((vector_size(32), aligned(8), may_alias));
+typedef float v4f __attribute__((vector_size(16)));
 
 // n elements of src starting at element `first`, converted to fp64 and written every `stride` doubles.
 template <typename T, typename F> void convert_loop(const void* src, size_t first, size_t n, double* dst, size_t stride, F f) {
@@ -62,9 +65,14 @@ void convert_strided(dtype t, const void* src, size_t first, size_t n, double* d
 
 // One MR x NR tile of C over the whole reduction. a: MR rows of k doubles (stride lda); bp: k rows of NR doubles.
 // group == 0: no intermediate rounding (integer sums, exact in fp64 for any k below 2^37).
-// The 16 accumulators are named locals so that they stay in vector registers.
+// The accumulators are named locals so that they stay in vector registers. Two shapes, one per register file, give
+// the same results (each element's sums in the same order): 4 x 32 (16 accumulators of 8 doubles) for AVX-512's 32
+// registers; 4 x 12 (12 of 4) for AVX2's 16, where the wider tile spilled (1.5 GFLOP/s per core against 6.1 on the
+// 2-CPU development VM, which has no AVX-512).
+typedef void (*tile_fn)(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out);
+
 XDNA_EMU_CLONES
-void tile_kernel(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
+void tile_kernel_4x32(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
     v8d c00{}, c01{}, c02{}, c03{}, c10{}, c11{}, c12{}, c13{}, c20{}, c21{}, c22{}, c23{}, c30{}, c31{}, c32{}, c33{};
     const double* a0 = a;
     const double* a1 = a + lda;
@@ -74,7 +82,7 @@ void tile_kernel(const double* a, size_t lda, const double* bp, uint32_t k, uint
     for (uint32_t k0 = 0; k0 < k; k0 += step) {
         const uint32_t k1 = std::min(k, k0 + step);
         for (uint32_t kk = k0; kk < k1; ++kk) {
-            const v8du* b = reinterpret_cast<const v8du*>(bp + static_cast<size_t>(kk) * NR);
+            const v8du* b = reinterpret_cast<const v8du*>(bp + static_cast<size_t>(kk) * 32);
             const v8d b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
             const double x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
             c00 += x0 * b0; c01 += x0 * b1; c02 += x0 * b2; c03 += x0 * b3;
@@ -98,11 +106,62 @@ void tile_kernel(const double* a, size_t lda, const double* bp, uint32_t k, uint
     o[12] = c30; o[13] = c31; o[14] = c32; o[15] = c33;
 }
 
-void store_tile(const gemm_args& g, const double* tile, uint32_t i0, uint32_t j0) {
+XDNA_EMU_CLONES
+void tile_kernel_4x12(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
+    v4d c00{}, c01{}, c02{}, c10{}, c11{}, c12{}, c20{}, c21{}, c22{}, c30{}, c31{}, c32{};
+    const double* a0 = a;
+    const double* a1 = a + lda;
+    const double* a2 = a + 2 * lda;
+    const double* a3 = a + 3 * lda;
+    const uint32_t step = group ? group : k;
+    for (uint32_t k0 = 0; k0 < k; k0 += step) {
+        const uint32_t k1 = std::min(k, k0 + step);
+        for (uint32_t kk = k0; kk < k1; ++kk) {
+            const v4du* b = reinterpret_cast<const v4du*>(bp + static_cast<size_t>(kk) * 12);
+            const v4d b0 = b[0], b1 = b[1], b2 = b[2];
+            const double x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
+            c00 += x0 * b0; c01 += x0 * b1; c02 += x0 * b2;
+            c10 += x1 * b0; c11 += x1 * b1; c12 += x1 * b2;
+            c20 += x2 * b0; c21 += x2 * b1; c22 += x2 * b2;
+            c30 += x3 * b0; c31 += x3 * b1; c32 += x3 * b2;
+        }
+        if (group) {
+#define XDNA_EMU_ROUND(v) v = __builtin_convertvector(__builtin_convertvector(v, v4f), v4d)
+            XDNA_EMU_ROUND(c00); XDNA_EMU_ROUND(c01); XDNA_EMU_ROUND(c02);
+            XDNA_EMU_ROUND(c10); XDNA_EMU_ROUND(c11); XDNA_EMU_ROUND(c12);
+            XDNA_EMU_ROUND(c20); XDNA_EMU_ROUND(c21); XDNA_EMU_ROUND(c22);
+            XDNA_EMU_ROUND(c30); XDNA_EMU_ROUND(c31); XDNA_EMU_ROUND(c32);
+#undef XDNA_EMU_ROUND
+        }
+    }
+    v4du* o = reinterpret_cast<v4du*>(out);
+    o[0] = c00; o[1] = c01; o[2] = c02;
+    o[3] = c10; o[4] = c11; o[5] = c12;
+    o[6] = c20; o[7] = c21; o[8] = c22;
+    o[9] = c30; o[10] = c31; o[11] = c32;
+}
+
+struct tile_kernel {
+    uint32_t nr;   // columns of C per panel
+    tile_fn  fn;
+};
+
+// The tile for this machine's registers: the wide one only where AVX-512 gives it 32 of them
+const tile_kernel& machine_tile() {
+    static const tile_kernel wide{ 32, tile_kernel_4x32 }, narrow{ 12, tile_kernel_4x12 };
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    return avx512 ? wide : narrow;
+#else
+    return narrow;
+#endif
+}
+
+void store_tile(const gemm_args& g, const double* tile, uint32_t nr, uint32_t i0, uint32_t j0) {
     const uint32_t rows = std::min(MR, g.m - i0);
-    const uint32_t cols = std::min(NR, g.n - j0);
+    const uint32_t cols = std::min(nr, g.n - j0);
     for (uint32_t r = 0; r < rows; ++r) {
-        const double* src = tile + r * NR;
+        const double* src = tile + r * nr;
         const size_t base = static_cast<size_t>(i0 + r) * g.n + j0;
         if (g.c_type == dtype::f32) {
             float* dst = static_cast<float*>(g.c) + base;
@@ -117,24 +176,26 @@ void store_tile(const gemm_args& g, const double* tile, uint32_t i0, uint32_t j0
     }
 }
 
-// Columns [j_begin, j_end) in steps of NR: pack each panel of B as k x NR doubles, then run every row tile on it.
-void gemm_columns(const gemm_args& g, const double* a, size_t lda, uint32_t m_padded, uint32_t panel_first,
-                  uint32_t panel_stride) {
+// Columns in panels of the tile's width, panels panel_first, panel_first + panel_stride, ...: pack each panel of B as
+// k x nr doubles, then run every row tile on it.
+void gemm_columns(const gemm_args& g, const tile_kernel& t, const double* a, size_t lda, uint32_t m_padded,
+                  uint32_t panel_first, uint32_t panel_stride) {
     const uint32_t group = g.c_type == dtype::f32 ? GROUP : 0;
-    std::vector<double> bp(static_cast<size_t>(g.k) * NR);
-    double tile[MR * NR];
-    const uint32_t panels = (g.n + NR - 1) / NR;
+    const uint32_t nr = t.nr;
+    std::vector<double> bp(static_cast<size_t>(g.k) * nr);
+    double tile[MR * NR_MAX];
+    const uint32_t panels = (g.n + nr - 1) / nr;
     for (uint32_t p = panel_first; p < panels; p += panel_stride) {
-        const uint32_t j0 = p * NR;
-        const uint32_t cols = std::min(NR, g.n - j0);
-        // Transposed into k rows of NR, zero columns past n; one pass over each weight row.
-        if (cols < NR) std::fill(bp.begin(), bp.end(), 0.0);
+        const uint32_t j0 = p * nr;
+        const uint32_t cols = std::min(nr, g.n - j0);
+        // Transposed into k rows of nr, zero columns past n; one pass over each weight row.
+        if (cols < nr) std::fill(bp.begin(), bp.end(), 0.0);
         for (uint32_t j = 0; j < cols; ++j) {
-            convert_strided(g.b_type, g.b, static_cast<size_t>(j0 + j) * g.k, g.k, bp.data() + j, NR);
+            convert_strided(g.b_type, g.b, static_cast<size_t>(j0 + j) * g.k, g.k, bp.data() + j, nr);
         }
         for (uint32_t i0 = 0; i0 < m_padded; i0 += MR) {
-            tile_kernel(a + static_cast<size_t>(i0) * lda, lda, bp.data(), g.k, group, tile);
-            store_tile(g, tile, i0, j0);
+            t.fn(a + static_cast<size_t>(i0) * lda, lda, bp.data(), g.k, group, tile);
+            store_tile(g, tile, nr, i0, j0);
         }
     }
 }
@@ -202,17 +263,18 @@ void gemm_compute(const gemm_args& g) {
     const size_t lda = g.k;
     std::vector<double> a(static_cast<size_t>(m_padded) * lda, 0.0);
     convert_strided(g.a_type, g.a, 0, static_cast<size_t>(g.m) * g.k, a.data(), 1);
-    const uint32_t panels = (g.n + NR - 1) / NR;
+    const tile_kernel& tk = machine_tile();
+    const uint32_t panels = (g.n + tk.nr - 1) / tk.nr;
     const uint32_t nthreads = static_cast<uint32_t>(std::max(1, std::min<int>(g.threads, static_cast<int>(panels))));
     if (nthreads == 1) {
-        gemm_columns(g, a.data(), lda, m_padded, 0, 1);
+        gemm_columns(g, tk, a.data(), lda, m_padded, 0, 1);
         return;
     }
     std::vector<std::thread> pool;
     for (uint32_t t = 1; t < nthreads; ++t) {
-        pool.emplace_back(gemm_columns, std::cref(g), a.data(), lda, m_padded, t, nthreads);
+        pool.emplace_back(gemm_columns, std::cref(g), std::cref(tk), a.data(), lda, m_padded, t, nthreads);
     }
-    gemm_columns(g, a.data(), lda, m_padded, 0, nthreads);
+    gemm_columns(g, tk, a.data(), lda, m_padded, 0, nthreads);
     for (auto& th : pool) th.join();
 }
 
