@@ -3,7 +3,7 @@
 # kernel manifest the NPU runtime reads. See README.md in this folder: it needs an mlir-aie checkout with its
 # environment set up (Python packages, Peano), and it has not been run by the project (no machine here has it).
 #
-#   kernels/build-kernels.sh --mlir-aie DIR [--out DIR] [--tokens 64,128,256,512] [--rows 256,512] [--k 1024]
+#   kernels/build-kernels.sh --mlir-aie DIR [--out DIR] [--tokens 64,128,256,512] [--rows 256,512,1024] [--k 1024]
 #                            [--k-complete 2048,4096] [--no-int8] [--xclbin-per-block] [--jobs N]
 #                            [--any-mlir-aie]
 #
@@ -26,7 +26,7 @@ set -euo pipefail
 pinned_mlir_aie=${GGML_XDNA_MLIR_AIE_PIN:-979629649}   # the override is for tests/npu/test-build-kernels.sh
 required_mlir_aie="eca6ce66f b0baba5c0"
 
-mlir_aie="" out="" tokens="64,128,256,512" rows="256,512" ks="1024" k_complete="" int8=1 per_block=0 jobs=2 any_mlir_aie=0
+mlir_aie="" out="" tokens="64,128,256,512" rows="256,512,1024" ks="1024" k_complete="" int8=1 per_block=0 jobs=2 any_mlir_aie=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --mlir-aie) mlir_aie="$2"; shift 2 ;;

@@ -50,7 +50,7 @@ TEST(NpuManifest, EmulatorKernelSetParses) {
     const npu_manifest m = npu_manifest::load(xdna_test::manifest_path());
     EXPECT_TRUE(m.emulator_kernels());
     ASSERT_EQ(m.designs().size(), 2u);
-    EXPECT_EQ(m.kernels().size(), 16u);
+    EXPECT_EQ(m.kernels().size(), 24u);   // 4 token sizes x 3 row sizes, bf16 and int8
     const xdna::npu_kernel* k = m.find(npu_dtype::bf16, npu_dtype::bf16, 512, 1024, 512);
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(k->c, npu_dtype::f32);
@@ -63,15 +63,15 @@ TEST(NpuManifest, EmulatorKernelSetParses) {
     EXPECT_EQ(q->c, npu_dtype::i32);
     EXPECT_EQ(m.find(npu_dtype::bf16, npu_dtype::bf16, 100, 1024, 256), nullptr);
     const auto bf16 = m.kernels_for(npu_dtype::bf16, npu_dtype::bf16);
-    ASSERT_EQ(bf16.size(), 8u);
+    ASSERT_EQ(bf16.size(), 12u);
     EXPECT_EQ(bf16.front()->tokens, 64);
     EXPECT_EQ(bf16.front()->rows, 256);
     EXPECT_EQ(bf16.back()->tokens, 512);
-    EXPECT_EQ(bf16.back()->rows, 512);
+    EXPECT_EQ(bf16.back()->rows, 1024);
     EXPECT_TRUE(m.kernels_for(npu_dtype::bf16, npu_dtype::i8).empty());
     // Blocks of one design share its xclbin, so one hardware context.
     for (const auto& d : m.designs()) {
-        EXPECT_EQ(d.kernels.size(), 8u);
+        EXPECT_EQ(d.kernels.size(), 12u);
         for (int ki : d.kernels) EXPECT_EQ(m.kernels()[ki].design, d.index);
     }
 }

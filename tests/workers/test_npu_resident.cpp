@@ -131,7 +131,7 @@ TEST_P(npu_resident, resident_weights_give_the_copied_path_s_result_bit_for_bit)
     ASSERT_TRUE(cw) << err;
     EXPECT_EQ(npu->cache().entries(), 1u);   // the same entry the worker used, not a new one
     EXPECT_EQ(cw->resident != nullptr, !memlock_limited());
-    // the widest block the pipeline's buffers hold: the kernel set's widest (1,024 rows in the "wide" runs), or 512
+    // the widest block the pipeline's buffers hold: the kernel set's widest (1,024 rows by default, 512 in the "narrow" runs), or 512
     // where two slots of 1,024-row blocks (4 MiB each) do not fit under the limit
     int64_t widest = 0;
     for (const xdna::npu_kernel & kn : npu->runtime().manifest().kernels()) widest = std::max<int64_t>(widest, kn.rows);
@@ -172,8 +172,8 @@ const shape_t shapes[] = {
     { 1504, 776, 70, { 512, 776 } },      // K padded to two panels, a short last block
     { 3072, 512, 512, { 0, 512 } },      // three 512-token activation blocks: past the arena under the memlock run,
                                            // whose places are then reused in turn
-    { 1024, 1800, 64, { 0, 1792 } },     // blocks of 512 and 256 rows in one call (and of 1,024 on the wide kernel
-                                           // set, but not under the memlock run, whose slots hold no 1,024-row block)
+    { 1024, 1800, 64, { 0, 1792 } },     // blocks of 1,024, 512 and 256 rows in one call (no 1,024 on the narrow
+                                           // kernel set, nor under the memlock run, whose slots hold no such block)
 };
 
 INSTANTIATE_TEST_SUITE_P(shapes, npu_resident,

@@ -1,7 +1,7 @@
 // xdna-emu-kernels: writes the software XDNA1's kernel set (one emulator xclbin per design, one instruction stream
 // per block) and the kernel manifest that lists them, so a default build has NPU kernels with nothing installed.
 //
-//   xdna-emu-kernels --out DIR [--tokens 64,128,256,512] [--rows 256,512] [--k 1024] [--k-complete 2048,4096]
+//   xdna-emu-kernels --out DIR [--tokens 64,128,256,512] [--rows 256,512,1024] [--k 1024] [--k-complete 2048,4096]
 //                    [--no-int8] [--with-mixed]
 //
 // The set mirrors what kernels/build-kernels.sh builds with mlir-aie for a real NPU: one bf16 x bf16 -> f32 design
@@ -67,7 +67,7 @@ void write_words(const std::string& path, const std::vector<uint32_t>& words) {
 
 int main(int argc, char** argv) {
     std::string out;
-    std::vector<uint32_t> tokens = {64, 128, 256, 512}, rows = {256, 512}, ks = {1024}, k_complete;
+    std::vector<uint32_t> tokens = {64, 128, 256, 512}, rows = {256, 512, 1024}, ks = {1024}, k_complete;
     bool int8 = true, mixed = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
