@@ -42,10 +42,8 @@ constexpr uint32_t NR_MAX = 32;     // the widest panel (columns of C) of the ti
 constexpr uint32_t GROUP = 8;       // the AIE2 MAC's reduction width: one rounding per 8 products
 
 typedef double v8d __attribute__((vector_size(64)));
-typedef double v8du __attribute__((vector_size(64), aligned(8), may_alias));
 typedef float v8f __attribute__((vector_size(32)));
 typedef double v4d __attribute__((vector_size(32)));
-typedef double v4du __attribute__((vector_size(32), aligned(8), may_alias));
 typedef float v4f __attribute__((vector_size(16)));
 
 // n elements of src starting at element `first`, converted to fp64 and written every `stride` doubles.
@@ -65,80 +63,58 @@ void convert_strided(dtype t, const void* src, size_t first, size_t n, double* d
 
 // One MR x NR tile of C over the whole reduction. a: MR rows of k doubles (stride lda); bp: k rows of NR doubles.
 // group == 0: no intermediate rounding (integer sums, exact in fp64 for any k below 2^37).
-// The accumulators are named locals so that they stay in vector registers. Two shapes, one per register file, give
-// the same results (each element's sums in the same order): 4 x 32 (16 accumulators of 8 doubles) for AVX-512's 32
-// registers; 4 x 12 (12 of 4) for AVX2's 16, where the wider tile spilled (1.5 GFLOP/s per core against 6.1 on the
-// 2-CPU development VM, which has no AVX-512).
+// The accumulators are small arrays, fully unrolled, so that they stay in vector registers (the inner loop has no
+// spill: checked in the disassembly). Two shapes, one per register file, give the same results (each element's sums
+// in the same order): 4 x 32 (16 accumulators of 8 doubles) for AVX-512's 32 registers; 4 x 12 (12 of 4) for AVX2's
+// 16, where the wider tile spilled (a 512 x 1,024 x 512 block on one core of the 2-CPU development VM, an AMD EPYC
+// without AVX-512: 1.5 GFLOP/s with the wide tile, 17-22 with the narrow one).
 typedef void (*tile_fn)(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out);
 
-XDNA_EMU_CLONES
-void tile_kernel_4x32(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
-    v8d c00{}, c01{}, c02{}, c03{}, c10{}, c11{}, c12{}, c13{}, c20{}, c21{}, c22{}, c23{}, c30{}, c31{}, c32{}, c33{};
-    const double* a0 = a;
-    const double* a1 = a + lda;
-    const double* a2 = a + 2 * lda;
-    const double* a3 = a + 3 * lda;
+// The body of both tiles: MR rows by NV vectors of V, rounded through VF (the same vector of floats). Loads and stores
+// go through memcpy (unaligned; a vector typedef's alignment attribute does not survive as a template argument).
+template <typename V, typename VF, int NV>
+inline __attribute__((always_inline)) void tile_body(const double* a, size_t lda, const double* bp, uint32_t k,
+                                                     uint32_t group, double* out) {
+    constexpr uint32_t W = sizeof(V) / sizeof(double), NR = W * NV;
+    V c[MR][NV] = {};
     const uint32_t step = group ? group : k;
     for (uint32_t k0 = 0; k0 < k; k0 += step) {
         const uint32_t k1 = std::min(k, k0 + step);
         for (uint32_t kk = k0; kk < k1; ++kk) {
-            const v8du* b = reinterpret_cast<const v8du*>(bp + static_cast<size_t>(kk) * 32);
-            const v8d b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
-            const double x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
-            c00 += x0 * b0; c01 += x0 * b1; c02 += x0 * b2; c03 += x0 * b3;
-            c10 += x1 * b0; c11 += x1 * b1; c12 += x1 * b2; c13 += x1 * b3;
-            c20 += x2 * b0; c21 += x2 * b1; c22 += x2 * b2; c23 += x2 * b3;
-            c30 += x3 * b0; c31 += x3 * b1; c32 += x3 * b2; c33 += x3 * b3;
+            const double* b = bp + static_cast<size_t>(kk) * NR;
+            V bv[NV];
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + v * W, sizeof(V));
+#pragma GCC unroll 4
+            for (uint32_t r = 0; r < MR; ++r) {
+                const double x = a[r * lda + kk];
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; ++v) c[r][v] += x * bv[v];
+            }
         }
         if (group) {
-#define XDNA_EMU_ROUND(v) v = __builtin_convertvector(__builtin_convertvector(v, v8f), v8d)
-            XDNA_EMU_ROUND(c00); XDNA_EMU_ROUND(c01); XDNA_EMU_ROUND(c02); XDNA_EMU_ROUND(c03);
-            XDNA_EMU_ROUND(c10); XDNA_EMU_ROUND(c11); XDNA_EMU_ROUND(c12); XDNA_EMU_ROUND(c13);
-            XDNA_EMU_ROUND(c20); XDNA_EMU_ROUND(c21); XDNA_EMU_ROUND(c22); XDNA_EMU_ROUND(c23);
-            XDNA_EMU_ROUND(c30); XDNA_EMU_ROUND(c31); XDNA_EMU_ROUND(c32); XDNA_EMU_ROUND(c33);
-#undef XDNA_EMU_ROUND
+#pragma GCC unroll 4
+            for (uint32_t r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; ++v) c[r][v] = __builtin_convertvector(__builtin_convertvector(c[r][v], VF), V);
+            }
         }
     }
-    v8du* o = reinterpret_cast<v8du*>(out);
-    o[0] = c00; o[1] = c01; o[2] = c02; o[3] = c03;
-    o[4] = c10; o[5] = c11; o[6] = c12; o[7] = c13;
-    o[8] = c20; o[9] = c21; o[10] = c22; o[11] = c23;
-    o[12] = c30; o[13] = c31; o[14] = c32; o[15] = c33;
+#pragma GCC unroll 4
+    for (uint32_t r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) std::memcpy(out + (r * NV + v) * W, &c[r][v], sizeof(V));
+    }
+}
+
+XDNA_EMU_CLONES
+void tile_kernel_4x32(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
+    tile_body<v8d, v8f, 4>(a, lda, bp, k, group, out);
 }
 
 XDNA_EMU_CLONES
 void tile_kernel_4x12(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
-    v4d c00{}, c01{}, c02{}, c10{}, c11{}, c12{}, c20{}, c21{}, c22{}, c30{}, c31{}, c32{};
-    const double* a0 = a;
-    const double* a1 = a + lda;
-    const double* a2 = a + 2 * lda;
-    const double* a3 = a + 3 * lda;
-    const uint32_t step = group ? group : k;
-    for (uint32_t k0 = 0; k0 < k; k0 += step) {
-        const uint32_t k1 = std::min(k, k0 + step);
-        for (uint32_t kk = k0; kk < k1; ++kk) {
-            const v4du* b = reinterpret_cast<const v4du*>(bp + static_cast<size_t>(kk) * 12);
-            const v4d b0 = b[0], b1 = b[1], b2 = b[2];
-            const double x0 = a0[kk], x1 = a1[kk], x2 = a2[kk], x3 = a3[kk];
-            c00 += x0 * b0; c01 += x0 * b1; c02 += x0 * b2;
-            c10 += x1 * b0; c11 += x1 * b1; c12 += x1 * b2;
-            c20 += x2 * b0; c21 += x2 * b1; c22 += x2 * b2;
-            c30 += x3 * b0; c31 += x3 * b1; c32 += x3 * b2;
-        }
-        if (group) {
-#define XDNA_EMU_ROUND(v) v = __builtin_convertvector(__builtin_convertvector(v, v4f), v4d)
-            XDNA_EMU_ROUND(c00); XDNA_EMU_ROUND(c01); XDNA_EMU_ROUND(c02);
-            XDNA_EMU_ROUND(c10); XDNA_EMU_ROUND(c11); XDNA_EMU_ROUND(c12);
-            XDNA_EMU_ROUND(c20); XDNA_EMU_ROUND(c21); XDNA_EMU_ROUND(c22);
-            XDNA_EMU_ROUND(c30); XDNA_EMU_ROUND(c31); XDNA_EMU_ROUND(c32);
-#undef XDNA_EMU_ROUND
-        }
-    }
-    v4du* o = reinterpret_cast<v4du*>(out);
-    o[0] = c00; o[1] = c01; o[2] = c02;
-    o[3] = c10; o[4] = c11; o[5] = c12;
-    o[6] = c20; o[7] = c21; o[8] = c22;
-    o[9] = c30; o[10] = c31; o[11] = c32;
+    tile_body<v4d, v4f, 3>(a, lda, bp, k, group, out);
 }
 
 struct tile_kernel {
