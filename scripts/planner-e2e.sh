@@ -16,6 +16,9 @@
 #                the model's matrix-multiply FLOP per token) times FAST_RATIO (1.5) or SLOW_RATIO (0.2)
 #   SPEEDS       instead of those two: a list of NPU speeds in bf16 GFLOP/s (e.g. "3140 1441 350"; int8 at 2.15x)
 #   MIN_RATIO    auto / best fixed share that must be reached (default 0.97)
+#   CENTRE       how the passes of a configuration are summed up: mean, or median (default: median from 3 passes on, so
+#                that one pass slowed by the machine (runs of one setting differ by up to 27% on a 16-vCPU VM) does
+#                not decide; mean for 1 or 2)
 #   SLOW_MAX_NPU the most of the rows auto may give the slow NPU (default 0.2)
 #   REQUIRE_NPU  0 skips the check that the NPU worker took part (to try the script without one)
 #   KEPT=1       also "kept": auto in a process that reads what an earlier auto run learned (GGML_XDNA_PLANNER_STATE;
@@ -27,6 +30,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$root/build}
 model_name=${MODEL:-qwen3-0.6b} type=${TYPE:-Q4_0} layers=${LAYERS:-4}
 threads=${THREADS:-$(nproc)} reps=${REPS:-3} passes=${PASSES:-2}
+centre=${CENTRE:-$( ((passes >= 3)) && echo median || echo mean)}
+[[ $centre == mean || $centre == median ]] || { echo "CENTRE must be mean or median" >&2; exit 2; }
 shares=(${SHARES:-0 0.25 0.5 0.75 1})
 min_ratio=${MIN_RATIO:-0.97} slow_max_npu=${SLOW_MAX_NPU:-0.2}
 
@@ -101,7 +106,9 @@ for speed in "${speed_names[@]}"; do
         slow) speed_env=($SLOW_NPU) ;;
         *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }')) ;;
     esac
-    declare -A sum=()
+    declare -A runs=()   # per configuration, its tokens/s in every pass
+    centre_of() { tr ' ' '\n' <<<"${runs[$1]}" | sort -g | awk -v c="$centre" 'NF { v[n++] = $1; s += $1 }
+        END { if (c == "mean") printf "%.2f", s / n; else printf "%.2f", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
     state=(GGML_XDNA_PLANNER_STATE="$work/state-$speed.txt")
     [[ $kept == 1 ]] && bench "$speed-prime" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE=auto "${state[@]}" >/dev/null
     for ((p = 1; p <= passes; p++)); do
@@ -110,7 +117,7 @@ for speed in "${speed_names[@]}"; do
             [[ $c == kept ]] && share=auto extra=("${state[@]}")
             ts=$(bench "$speed-$c-$p" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE="$share" "${extra[@]}")
             [[ -n "$ts" ]] || die "no tokens/s from llama-bench ($speed, share $c)"
-            sum[$c]=$(awk -v a="${sum[$c]:-0}" -v b="$ts" 'BEGIN { print a + b }')
+            runs[$c]="${runs[$c]:-} $ts"
             echo "  $speed NPU, pass $p, share $c: $ts tokens/s (NPU took $(npu_fraction "$work/$speed-$c-$p.report") of the rows)"
         done
     done
@@ -122,17 +129,17 @@ for speed in "${speed_names[@]}"; do
     fi
     best=0 best_c=
     for c in "${shares[@]}"; do
-        m=$(awk -v s="${sum[$c]}" -v n="$passes" 'BEGIN { printf "%.2f", s / n }')
+        m=$(centre_of "$c")
         if awk -v a="$m" -v b="$best" 'BEGIN { exit !(a > b) }'; then best=$m best_c=$c; fi
     done
-    auto=$(awk -v s="${sum[auto]}" -v n="$passes" 'BEGIN { printf "%.2f", s / n }')
+    auto=$(centre_of auto)
     ratio=$(awk -v a="$auto" -v b="$best" 'BEGIN { printf "%.3f", a / b }')
     kept_ratio=-
-    [[ $kept == 1 ]] && kept_ratio=$(awk -v s="${sum[kept]}" -v n="$passes" -v b="$best" 'BEGIN { printf "%.3f", s / n / b }')
+    [[ $kept == 1 ]] && kept_ratio=$(awk -v s="$(centre_of kept)" -v b="$best" 'BEGIN { printf "%.3f", s / b }')
     auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
     {
         printf '%-46s' "$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
-        for c in "${configs[@]}"; do printf ' %9.2f' "$(awk -v s="${sum[$c]}" -v n="$passes" 'BEGIN { print s / n }')"; done
+        for c in "${configs[@]}"; do printf ' %9.2f' "$(centre_of "$c")"; done
         printf ' %10s %10s' "$ratio" "$auto_npu"
         [[ $kept == 1 ]] && printf ' %10s' "$kept_ratio"
         printf '\n'
@@ -149,11 +156,11 @@ for speed in "${speed_names[@]}"; do
         echo "FAIL: slow NPU: auto gave the NPU $auto_npu of the rows (at most $slow_max_npu expected)"
         status=1
     fi
-    unset sum
+    unset runs
 done
 
 echo
-echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes, emulated NPU in null mode"
+echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes ($centre of them), emulated NPU in null mode"
 cat "$table"
 if [[ -n "${SPEEDS:-}" ]]; then
     echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
