@@ -1,4 +1,5 @@
 #include "workers/npu/npu_worker.h"
+#include "workers/npu/npu_pipeline.h"
 
 #include "workers/npu/resident_weight.h"
 
@@ -22,28 +23,6 @@ namespace xdna {
 
 using namespace npu;   // the worker's own helper types (weight cache, resident weights, tiling)
 
-// The buffers of one pipeline slot, for one kernel design.
-struct npu_worker::slot {
-    int design = -1;                // the design its buffers are sized for (its largest block)
-    npu_buffer b, c;
-    npu_buffer * b_arg = nullptr;   // the block's weights: `b`, or a view of a resident weight
-    npu_run run;                    // its launch in flight
-};
-
-// One matrix of a multiply for the pipeline: a MUL_MAT, or one expert of a MUL_MAT_ID with its routed tokens.
-struct npu_worker::job {
-    const ggml_tensor *      w = nullptr;  // the weight (of every expert)
-    int64_t                  n_tokens = 0;
-    std::vector<char *>      out;          // per token: where its row 0 of the result goes (f32, rows contiguous)
-    std::vector<const float *> src;        // per token: its row of the activations (f32)
-    std::shared_ptr<const converted_weight> cached;
-    converted_weight         scratch;
-    const converted_weight * weight = nullptr;
-    int64_t                  w_base = 0;   // row of `weight` holding the worker's first row
-    int64_t                  expert = 0;
-    double                   cache_seconds = 0.0;   // spent getting the weight from the cache (converting it once)
-};
-
 bool npu_worker::arena_key::operator==(const arena_key & o) const {
     return data == o.data && graph == o.graph && tb == o.tb && kb == o.kb && ld == o.ld && a_blocks == o.a_blocks &&
            std::equal(ne, ne + 4, o.ne) && std::equal(nb, nb + 4, o.nb);
@@ -57,65 +36,6 @@ npu_worker::arena_key npu_worker::input_key(const ggml_tensor * x, int64_t tb, i
     key.tb = tb; key.kb = kb; key.ld = ld; key.a_blocks = a_blocks;
     return key;
 }
-
-// One launch: its job, token block, row block and K block, and the activation block it reads.
-struct npu_worker::block {
-    int64_t job, tbi, rbi, kbi, a_block;
-};
-
-// A block of the worker's rows: its first row (from the worker's first) and the kernel that runs it (its rows: the
-// block's, past the worker's last row padded with zeros).
-struct npu_worker::row_block {
-    int64_t            row0 = 0;
-    const npu_kernel * kn = nullptr;
-};
-
-// One call: what it computes, with which kernel, and every launch in pipeline order.
-struct npu_worker::call {
-    const multiply *    m = nullptr;
-    row_range           rows;
-    std::vector<job>    jobs;
-    const npu_kernel *  kn = nullptr;      // the narrowest block (every block has its tokens and K block)
-    std::vector<row_block> row_blocks;     // the worker's rows in blocks, widest first (npu_cost_hint::for_blocks)
-    int64_t             k = 0, ld = 0, tb = 0, kb = 0;
-    int64_t             k_blocks = 0;
-    size_t              a_elem = 2;
-    std::vector<block>       blocks;      // every launch, in pipeline order
-    // The arena's places for activation blocks (job, token block, K block): block ab lives at place ab % places;
-    // every block has its own when the arena holds them all, else the places are reused in turn (as many runs in
-    // flight as places at most: the runs in flight read at most that many consecutive blocks)
-    std::vector<npu_buffer>  a_views;
-    std::vector<int64_t>     a_held;      // per place: the block converted and synced there (-1: none)
-    std::vector<uint8_t>     a_unsynced;  // per place: converted by the CPU's threads, synced when first launched
-    int64_t                  places = 0;
-    int64_t                  depth = 0;   // runs in flight: the worker's, at most as many as the reused places
-    std::vector<const float *> src_rows;   // scratch: the rows one conversion reads
-    bool                     check_finite = true;
-    bool                     finite = true;
-    double                   first_launched = 0.0, last_waited = 0.0;   // when the NPU's part began and ended
-    int64_t                  launched = 0, taken = 0;   // the pipeline's progress: launches made, results taken
-    arena_key                arena_key_after;   // what the arena holds once every block is converted
-};
-
-// A call the CPU worker's team drives (begin_driven .. end): its steps run on the team's threads, one phase at a
-// time (the graph's barriers between them), so only what one phase hands to the next is atomic.
-struct npu_worker::driven_call {
-    call                  c;
-    double                t0 = 0.0, step_t0 = 0.0;
-    double                team_seconds = 0.0;     // the steps' time: the team's time spent on the NPU's host work
-    int64_t               team_results = 0;       // results the steps took
-    // When the NPU's last run ended, as the boundaries saw it: between the last poll that found it running
-    // (polled_at) and the first that found it finished (npu_done: the middle of the two; 0 while not seen)
-    double                polled_at = 0.0, npu_done = 0.0;
-    work_result           result;                 // the set-up's, or the first step's failure (mu)
-    std::mutex            mu;
-    std::atomic<bool>     stopped{ false };       // failed, or nothing to do: no more launches
-    std::atomic<bool>     finite{ true };
-    std::atomic<int64_t>  ready{ 0 };             // results the poll found finished (take them, in order)
-    std::atomic<int>      left{ 0 };              // threads done with their part of them
-    std::atomic<uint64_t> handed{ 0 };            // published by each step's last thread
-    void fail(work_result r);
-};
 
 static constexpr int max_failures_in_a_row = 3;
 
@@ -369,20 +289,6 @@ void npu_worker::note_failure(const std::string & why) {
     if (++failures_in_a_row >= max_failures_in_a_row && !switched_off.exchange(true)) {
         XDNA_LOG_ERROR("NPU switched off for this process after %d failed runs in a row (last: %s); the CPU takes its rows",
                        failures_in_a_row, why.c_str());
-    }
-}
-
-// The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught where it calls fn, and become a reason.
-template <class F> static work_result npu_worker_guard(F && fn) {
-    try {
-        return fn();
-    } catch (const npu_error & e) {
-        const npu_errc c = e.code();
-        return work_result::failed(c == npu_errc::buffer ? work_failure::device_memory
-                                   : c == npu_errc::manifest || c == npu_errc::kernel ? work_failure::no_kernel
-                                   : work_failure::device_run, e.what());
-    } catch (const std::exception & e) {
-        return work_result::failed(work_failure::device_run, e.what());
     }
 }
 
@@ -831,143 +737,6 @@ work_result npu_worker::compute(const multiply & m, row_range rows) {
     }
     run_pipeline(c);
     return wrap_up(c, t0);
-}
-
-// Driven by the CPU worker's team (worker.h): the set-up and the first launches here, on the calling thread.
-void npu_worker::start_driven(const multiply & m, row_range rows) {
-    drive.reset(new driven_call);
-    driven_call & d = *drive;
-    d.t0 = now_seconds();
-    trace::scope ts("npu rows: start (driven)", rows.size());
-    d.result = npu_worker_guard([&] {
-        work_result r = set_up(d.c, m, rows, d.t0);
-        if (r.ok() && !d.c.jobs.empty()) run_first(d.c);
-        return r;
-    });
-    d.polled_at = d.c.first_launched;
-    d.stopped.store(!d.result.ok() || d.c.jobs.empty(), std::memory_order_release);
-}
-
-// The first launches of a call (as many as it keeps in flight).
-void npu_worker::run_first(call & c) {
-    try {
-        while (c.launched < std::min<int64_t>(c.depth, (int64_t) c.blocks.size())) launch_next(c);
-    } catch (...) {
-        drain();
-        throw;
-    }
-}
-
-// A step's failure: kept for finish_driven, and no more launches (the runs in flight are drained there).
-void npu_worker::driven_call::fail(work_result r) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (result.ok()) result = std::move(r);
-    stopped.store(true, std::memory_order_release);
-}
-
-// A boundary's first phase, on one thread: how many launches in a row, from the next result to take, have finished.
-// Waited for (at once: they have ended) so that the runtime counts them and a failed one throws here.
-void npu_worker::step_poll(int ith, int) {
-    if (ith != 0 || !drive) return;
-    driven_call & d = *drive;
-    (void) d.handed.load(std::memory_order_acquire);   // what the last step's last thread did (the team's barriers
-                                                       // order it too, but ThreadSanitizer cannot see libgomp's)
-    d.ready.store(0, std::memory_order_relaxed);
-    if (d.stopped.load(std::memory_order_acquire)) return;
-    call & c = d.c;
-    const int64_t n = (int64_t) c.blocks.size();
-    d.step_t0 = now_seconds();
-    int64_t k = 0;
-    const work_result r = npu_worker_guard([&] {
-        for (int64_t i = c.taken; i < c.launched && rt->finished(slots[i % c.depth]->run); ++i, ++k) {
-            rt->wait(slots[i % c.depth]->run);
-            if (i == n - 1) {
-                c.last_waited = now_seconds();
-                d.npu_done = 0.5 * (d.polled_at + d.step_t0);
-            }
-        }
-        return work_result();
-    });
-    d.polled_at = d.step_t0;
-    if (!r.ok()) return d.fail(r);
-    d.left.store(0, std::memory_order_relaxed);
-    d.ready.store(k, std::memory_order_release);
-}
-
-// A boundary's second phase, on every thread: a part of every finished launch's result (the same tokens of each, so
-// that the partial sums over K blocks are added in K order, as the worker's own thread adds them); the last thread to
-// finish starts the launches that reuse their slots.
-void npu_worker::step_take(int ith, int nth) {
-    if (!drive) return;
-    driven_call & d = *drive;
-    const int64_t k = d.ready.load(std::memory_order_acquire);
-    if (k == 0) return;
-    call & c = d.c;
-    bool finite = true;
-    const work_result r = npu_worker_guard([&] {
-        for (int64_t i = c.taken; i < c.taken + k; ++i) {
-            const block & bl = c.blocks[i];
-            const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
-            finite = take_tokens(c, *slots[i % c.depth], i, t_end * ith / nth, t_end * (ith + 1) / nth) && finite;
-        }
-        return work_result();
-    });
-    if (!finite) d.finite.store(false, std::memory_order_relaxed);
-    if (!r.ok()) d.fail(r);
-    if (d.left.fetch_add(1, std::memory_order_acq_rel) + 1 != nth) return;
-    // the last one: every part of these results is taken
-    c.taken += k;
-    d.team_results += k;
-    if (!d.stopped.load(std::memory_order_acquire)) {
-        const work_result l = npu_worker_guard([&] {
-            trace::scope ts("launch (driven)");
-            while (c.launched < (int64_t) c.blocks.size() && c.launched < c.taken + c.depth) launch_next(c);
-            return work_result();
-        });
-        if (!l.ok()) d.fail(l);
-    }
-    d.team_seconds += now_seconds() - d.step_t0;
-    d.handed.fetch_add(1, std::memory_order_release);   // to the next poll and to finish_driven, on other threads
-}
-
-// The rest of a driven call, on the calling thread (the CPU worker's team lent to it, help()).
-work_result npu_worker::finish_driven() {
-    if (!drive) return ended(work_result::failed(work_failure::device_run, "no driven call to finish"));
-    std::unique_ptr<driven_call> d = std::move(drive);
-    (void) d->handed.load(std::memory_order_acquire);
-    call & c = d->c;
-    trace::scope ts("npu rows: finish (driven)", c.rows.size());
-    c.finite = c.finite && d->finite.load(std::memory_order_acquire);
-    work_result r;
-    {
-        std::lock_guard<std::mutex> lock(d->mu);
-        r = d->result;
-    }
-    if (!r.ok()) {
-        drain();
-    } else if (!c.jobs.empty()) {
-        const int64_t n = (int64_t) c.blocks.size();
-        const double t_fin = now_seconds();
-        if (d->npu_done == 0.0 && c.launched == n && rt->finished(slots[(n - 1) % c.depth]->run)) {
-            d->npu_done = 0.5 * (d->polled_at + t_fin);
-        }
-        r = npu_worker_guard([&] {
-            run_pipeline(c);
-            return wrap_up(c, d->t0);
-        });
-        // The NPU done before the CPU's rows, it only waited for them: its time runs to when its last run ended, as
-        // the boundaries saw it (the planner learns the NPU's speed, not the CPU's; measured to the end, the NPU looked
-        // as slow as the CPU's part whenever it finished first, and auto gave it ever fewer rows: -t 16 of 16 cores,
-        // 3,140 GFLOP/s, auto 21% of the rows where a fixed 0.75 was 1.4x faster).
-        if (r.ok() && d->npu_done > 0.0) {
-            r.seconds       = std::max(d->npu_done, c.first_launched) - d->t0;
-            r.fixed_seconds = c.first_launched - d->t0;
-        }
-    }
-    if (r.seconds == 0.0) r.seconds = now_seconds() - d->t0;
-    r.team_seconds = d->team_seconds;
-    r.team_results = d->team_results;
-    return ended(r);
 }
 
 }  // namespace xdna
