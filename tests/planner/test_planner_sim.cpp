@@ -566,6 +566,17 @@ TEST(planner_sim, the_cost_of_regrouping_the_cpu_counts_against_a_split) {
     }
 }
 
+// 3,072 rows planned by auto for an NPU `npu_speed` times the CPU that reports its fixed part, and the CPU, with every
+// `every`-th split multiply waiting `stall_s` more than its workers' times (what only report_outcome sees)
+static simulation stalled_split(double npu_speed, int every, double stall_s) {
+    sim_worker npu = sim_npu(npu_speed, true, true);
+    npu.reports_fixed = true;
+    simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
+    sim.stall_every = every;
+    sim.stall_s     = stall_s;
+    return sim;
+}
+
 // Calls 101-1000 of `sim`, after it has settled: the mean makespan, and how many gave the NPU `npu_rows` rows.
 static std::pair<double, int64_t> settled_run(simulation & sim, int64_t npu_rows) {
     double sum = 0.0;
@@ -585,11 +596,7 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_without_the_npu_is_kept_out) {
     // only the multiplies' own times (report_outcome) show. Auto must keep the NPU out then, and not when they do not.
     const double alone = sim_cpu().time(3072);
     for (const double stall : { 0.0, 9e-3 }) {
-        sim_worker npu = sim_npu(0.25, true, true);
-        npu.reports_fixed = true;
-        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
-        sim.stall_every = 2;
-        sim.stall_s     = stall;
+        simulation sim = stalled_split(0.25, 2, stall);
         const auto [mean, out] = settled_run(sim, 0);
         printf("[figures] split 17%% faster by its workers' times, stalls of %.0f ms on every second one: calls 101-1000"
                " at %.3f x the CPU alone, the NPU out on %lld of them\n", stall * 1e3, mean / alone, (long long) out);
@@ -608,11 +615,7 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_the_npu_on_every_row_gives_it_e
     // the NPU between slices of its rows), which only the multiplies' own times (report_outcome) show. Auto must give
     // the NPU every row then, save a few multiplies that measure the split again, and keep the split when it does not.
     for (const double stall : { 0.0, 2e-3 }) {
-        sim_worker npu = sim_npu(3.0, true, true);
-        npu.reports_fixed = true;
-        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
-        sim.stall_every = 1;
-        sim.stall_s     = stall;
+        simulation sim = stalled_split(3.0, 1, stall);
         const double whole = sim.time_of(0, 3072, false), split = sim.makespan({ { 0, 2560 }, { 2560, 3072 } }) + stall;
         const auto [mean, all] = settled_run(sim, 3072);
         printf("[figures] split 16%% faster by its workers' times, stalls of %.0f ms on each: calls 101-1000 at %.3f x the"
