@@ -187,9 +187,14 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // start the device workers, then do the CPU's part here, then collect
     const size_t n_dev = ws.size() - 1;
     std::vector<double> busy0(n_dev, -1.0);
+    // the device workers taking rows on threads of their own have cores of their own where the team left one each
+    int threaded = 0;
+    for (size_t i = 0; i < n_dev; ++i) threaded += !rows[i].empty() && ws[i] != driven;
+    const bool own_cores = cpu.cores_to_spare() >= threaded;
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         busy0[i] = ws[i]->device_busy_seconds();
+        ws[i]->own_core(own_cores);
         if (ws[i] == driven) ws[i]->begin_driven(m, rows[i]);
         else ws[i]->begin(m, rows[i]);
     }
@@ -219,7 +224,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // and one more would take that thread's core (-t 16 of 16 cores, the NPU on every row, emulated at 3,140 GFLOP/s:
     // 678 and 800 prompt tokens/s with this thread lent, 1,117 and 1,097 without; at share 0.75, where the team was
     // one thread short, lent is the faster).
-    const bool lend = help && cpu.core_to_spare();
+    const bool lend = help && cpu.cores_to_spare() > 0;
     for (size_t i = 0; lend && i < n_dev; ++i) {
         if (rows[i].empty() || !ws[i]->shares_host_work() || ws[i] == driven) continue;
         worker * w = ws[i];

@@ -1,14 +1,9 @@
 #include "workers/lent_threads.h"
 
+#include "util/spin.h"
+
 #include <algorithm>
 #include <thread>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define XDNA_SPIN_PAUSE() _mm_pause()
-#else
-#define XDNA_SPIN_PAUSE() ((void) 0)
-#endif
 
 namespace xdna {
 
@@ -34,7 +29,7 @@ void lent_threads::serve() {
         }
         // checked after claim(): close() comes only once every posted part is done
         if (over.load(std::memory_order_acquire)) break;
-        XDNA_SPIN_PAUSE();
+        spin_pause();
         // now and then the core goes to whoever else wants it (where threads outnumber cores)
         if ((spins & 255) == 255) std::this_thread::yield();
     }
@@ -53,7 +48,7 @@ bool lent_threads::split(int parts, const std::function<void(int)> & part) {
         part(p);
         done.fetch_add(1, std::memory_order_release);
     }
-    while (done.load(std::memory_order_acquire) != parts) XDNA_SPIN_PAUSE();
+    while (done.load(std::memory_order_acquire) != parts) spin_pause();
     return true;
 }
 

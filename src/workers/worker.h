@@ -106,6 +106,10 @@ class worker {
     // Waits for the work started by begin().
     virtual work_result end() = 0;
 
+    // Whether the caller leaves the worker's own thread, if it has one, a core of its own in the multiplies it begins
+    // from now on: that thread and the caller may then spin at their hand-offs instead of sleeping (async_worker.h).
+    virtual void own_core(bool yes) { (void) yes; }
+
     // Lends the calling thread to the work started by begin(), from when the CPU worker's own rows are done until
     // that work is over (then end() returns at once): a worker whose host thread limits its device takes a share of
     // that host work. Any number of threads may be lent at once (the CPU worker's team). Returns at once where there

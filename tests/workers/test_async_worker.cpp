@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -27,8 +28,16 @@ class fake_device_worker final : public async_worker {
 
     std::atomic<int> concurrent{ 0 }, max_concurrent{ 0 };
     std::thread::id  ran_on;
+    std::chrono::microseconds preparing{ 0 };   // how long before_start takes
+    std::atomic<int> prepared{ 0 };
 
   protected:
+    void before_start(const multiply &, row_range) override {
+        if (concurrent != 0) throw std::logic_error("prepared while the thread was busy");
+        std::this_thread::sleep_for(preparing);
+        ++prepared;
+    }
+
     work_result run(const multiply &, row_range rows) override {
         ran_on = std::this_thread::get_id();
         int c = ++concurrent;
@@ -90,6 +99,41 @@ TEST(async_worker, callers_sharing_it_are_serialised) {
     EXPECT_EQ(failures, 0);
     EXPECT_EQ(w.max_concurrent, 1);
     for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(out[i], i);
+}
+
+// Where the caller leaves the thread a core (own_core), the hand-offs are spun for: the same results, callers still
+// serialised, a failure still a result; and a preparation longer than the thread's spin (2 ms: it sleeps again) or
+// none at all still hands the work over.
+TEST(async_worker, spinning_hand_offs_give_the_same_results_whatever_the_preparation_takes) {
+    for (const int prep_us : { 0, 50, 3000 }) {
+        SCOPED_TRACE(prep_us);
+        std::vector<int64_t> out(4000, -1);
+        fake_device_worker w(out);
+        w.own_core(true);
+        w.preparing = std::chrono::microseconds(prep_us);
+        std::vector<std::thread> callers;
+        std::atomic<int> failures{ 0 };
+        for (int t = 0; t < 2; ++t) {
+            callers.emplace_back([&, t] {
+                for (int i = 0; i < 10; ++i) {
+                    const int64_t b = (t * 10 + i) * 10;
+                    w.begin(none, { b, b + 10 });
+                    if (!w.end().ok()) failures++;
+                }
+            });
+        }
+        for (auto & c : callers) c.join();
+        EXPECT_EQ(failures, 0);
+        EXPECT_EQ(w.max_concurrent, 1);
+        EXPECT_EQ(w.prepared, 20);
+        for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(out[i], i);
+        w.begin(none, { 666, 700 });
+        EXPECT_EQ(w.end().detail, "device fault");
+        w.own_core(false);
+        w.begin(none, { 300, 310 });
+        EXPECT_TRUE(w.end().ok());
+        EXPECT_EQ(out[309], 309);
+    }
 }
 
 // Lent threads: without one, split() runs nothing and says so (the worker's thread never waits for a thread that is

@@ -123,9 +123,9 @@ void cpu_worker::impl::count_cores() {
     if (n_cores <= 0) n_cores = 1;
 }
 
-bool cpu_worker::core_to_spare() {
+int cpu_worker::cores_to_spare() {
     p->count_cores();
-    return p->last_team > 0 && p->last_team < p->n_cores;
+    return p->last_team > 0 ? std::max(0, p->n_cores - p->last_team) : 0;
 }
 
 int cpu_worker::threads_beside_npu(int policy, int threads, int cores) {

@@ -70,9 +70,10 @@ class cpu_worker final : public worker {
     // (the user did not ask for it): the auto split then keeps the NPU out (compute_engine::participants).
     bool npu_costs_a_thread();
     bool npu_costs_a_thread_by_default();
-    // Whether its last graph left a core free: its threads, spinning a while after a graph in the OpenMP runtime,
-    // then leave the calling thread a core of its own to spin on (worker::help) beside the NPU worker's thread.
-    bool core_to_spare();
+    // The cores its last graph left free (0 before its first): with one, its threads, spinning a while after a graph
+    // in the OpenMP runtime, leave the calling thread a core of its own to spin on (worker::help) beside the NPU
+    // worker's thread; with one per device worker, those workers' threads spin at their hand-offs (worker::own_core).
+    int cores_to_spare();
     // After a graph computed one thread short (leave_a_core), a trivial graph with the whole team: the OpenMP
     // runtime ends the thread a smaller team leaves over and starts one again for the next team of full size, and
     // that start is paid here, where the planner sees it, instead of in llama.cpp's next op. Its seconds (0 where the
