@@ -40,6 +40,8 @@ class async_worker : public worker {
     // the worker's state), before the work is handed over: what the caller's threads can prepare (the NPU: its
     // activations, converted by the CPU worker's threads).
     virtual void before_start(const multiply & m, row_range rows) { (void) m; (void) rows; }
+    // In before_start(): whether the work being begun is driven by the caller's team (begin_driven).
+    bool driving() const { return driven; }
 
     // Driven work (begin_driven), on the caller's thread after before_start(): set it up and start the device (a
     // failure is kept for finish_driven to return); then finish it, waiting for the device. Only where drivable().

@@ -38,18 +38,23 @@ void lent_threads::serve() {
 
 bool lent_threads::split(int parts, const std::function<void(int)> & part) {
     if (n_present.load(std::memory_order_seq_cst) == 0) return false;
+    share(parts, part);
+    return true;
+}
+
+void lent_threads::share(int parts, const std::function<void(int)> & part) {
     parts = std::clamp(parts, 1, 0xffff);
     task = &part;
     done.store(0, std::memory_order_relaxed);
     ++generation;
     ticket.store((uint64_t(generation) << 32) | (uint64_t(parts) << 16), std::memory_order_release);
-    pieces.fetch_add(1, std::memory_order_relaxed);
-    for (int p; (p = claim()) >= 0;) {
+    int own = 0;   // parts this thread did
+    for (int p; (p = claim()) >= 0; ++own) {
         part(p);
         done.fetch_add(1, std::memory_order_release);
     }
     while (done.load(std::memory_order_acquire) != parts) spin_pause();
-    return true;
+    if (own < parts) pieces.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace xdna

@@ -24,10 +24,13 @@ class lent_threads {
     // The worker's thread: runs part(p) once for every p in [0, parts), spread over itself and the lent threads, and
     // returns once all are done. Without a lent thread, false: nothing was run.
     bool split(int parts, const std::function<void(int)> & part);
+    // The same, posted whether or not a thread is lent yet (one lent a moment later takes the parts still left, the
+    // worker's thread all that nobody claims): for work that comes before the lent threads may have arrived.
+    void share(int parts, const std::function<void(int)> & part);
     // Parts the lent threads have done so far (for tests and the timeline's figures).
     uint64_t parts_served() const { return taken.load(std::memory_order_acquire); }
-    // Pieces split() posted to lent threads so far (each part then went to whichever thread claimed it first: the
-    // worker's own thread too, where a lent thread is slow to come).
+    // Pieces split() or share() posted of which a lent thread took a part, so far (each part went to whichever thread
+    // claimed it first: the worker's own thread too, where a lent thread is slow to come).
     uint64_t pieces_shared() const { return pieces.load(std::memory_order_acquire); }
 
   private:

@@ -296,14 +296,17 @@ struct workers_pair {
 // The CPU worker's threads convert a dense multiply's activations into the NPU's buffer before the NPU starts
 // (GGML_XDNA_NPU_CPU_CONVERT): the NPU must then read the same bf16 values as when its own thread converts them, so
 // the results agree bit for bit; where K is not a whole number of the kernel's K blocks the worker converts them
-// itself (the offer is not taken).
+// itself (the offer is not taken). They convert only the first K block of each token block (the worker converts the
+// others while the first launch is dispatched), so the offer holds one block per token block, at column 0; the arena
+// held another input before (what a block nobody converted would still hold). A second multiply of the same input in
+// the same graph then finds every block held: no offer, the same bytes.
 TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bit_for_bit) {
     workers_pair ws;
     ASSERT_NO_FATAL_FAILURE(ws.make());
     xdna::cpu_worker * cpu = ws.cpu.get();
     xdna::npu_worker * npu = ws.npu.get();
     struct { int64_t k, rows, tokens; bool offer_taken; } cases[] = { { 2048, 512, 100, true }, { 1024, 256, 64, true },
-                                                                      { 1504, 256, 40, false } };
+                                                                      { 3072, 256, 600, true }, { 1504, 256, 40, false } };
     for (const auto & cs : cases) {
         ggml_init_params p = { 8 * ggml_tensor_overhead(), nullptr, true };
         ggml_context * ctx = ggml_init(p);
@@ -314,16 +317,19 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
         std::mt19937 rng(uint32_t(cs.k));
         std::normal_distribution<float> d(0, 1);
         for (int64_t i = 0; i < cs.k * cs.rows; ++i) ((ggml_fp16_t *) w->data)[i] = ggml_fp32_to_fp16(d(rng));
-        for (int64_t i = 0; i < cs.k * cs.tokens; ++i) ((float *) x->data)[i] = d(rng);
-        std::vector<float> got[2];
         int offers_taken = 0;
-        for (int by_cpu = 0; by_cpu < 2; ++by_cpu) {
-            xdna::next_graph();   // a new graph: the input is converted again
+        std::vector<xdna::bf16_block> offered;
+        int64_t token_blocks = 0;
+        // the result of one multiply of x: in a new graph or not, its activations converted by the CPU's threads or not
+        auto run = [&](bool new_graph, bool by_cpu, std::vector<float> & got) {
+            if (new_graph) xdna::next_graph();   // a new graph: the input is converted again
             xdna::multiply m = xdna::describe_multiply(y);
             ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
+            token_blocks = (cs.tokens + m.npu.kernel->tokens - 1) / m.npu.kernel->tokens;
             if (by_cpu) {
                 m.convert_bf16 = [&](const std::vector<xdna::bf16_block> & b, const std::function<void(int, int)> & then) {
                     offers_taken++;
+                    offered = b;
                     return cpu->convert_bf16(x, b, then);
                 };
             }
@@ -331,10 +337,22 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
             npu->begin(m, { 0, cs.rows });
             const xdna::work_result r = npu->end();
             ASSERT_TRUE(r.ok()) << r.why();
-            got[by_cpu].assign((const float *) y->data, (const float *) y->data + cs.rows * cs.tokens);
-        }
+            got.assign((const float *) y->data, (const float *) y->data + cs.rows * cs.tokens);
+        };
+        std::vector<float> got[4];
+        for (int64_t i = 0; i < cs.k * cs.tokens; ++i) ((float *) x->data)[i] = d(rng);
+        ASSERT_NO_FATAL_FAILURE(run(true, false, got[3]));   // the arena now holds this input
+        for (int64_t i = 0; i < cs.k * cs.tokens; ++i) ((float *) x->data)[i] = d(rng);
+        ASSERT_NO_FATAL_FAILURE(run(true, true, got[1]));    // the CPU's threads
+        ASSERT_NO_FATAL_FAILURE(run(false, true, got[2]));   // the same input again
+        ASSERT_NO_FATAL_FAILURE(run(true, false, got[0]));   // the NPU's thread alone
         EXPECT_EQ(offers_taken, cs.offer_taken ? 1 : 0) << "K=" << cs.k;
+        if (cs.offer_taken) {
+            EXPECT_EQ((int64_t) offered.size(), token_blocks) << "K=" << cs.k;
+            for (const xdna::bf16_block & b : offered) EXPECT_EQ(b.col, 0) << "K=" << cs.k;
+        }
         EXPECT_EQ(0, memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float))) << "K=" << cs.k;
+        EXPECT_EQ(0, memcmp(got[0].data(), got[2].data(), got[0].size() * sizeof(float))) << "K=" << cs.k;
         ggml_backend_buffer_free(buf);
         ggml_free(ctx);
     }

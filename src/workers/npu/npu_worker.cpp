@@ -400,6 +400,7 @@ void npu_worker::place_activations(call & c) {
     // a dense multiply whose input the arena already holds (gate after up): nothing to convert
     const arena_key key = c.m->is_id() ? arena_key() : input_key(c.m->node->src[1], c.tb, c.kb, c.ld, a_blocks);
     const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
+    const int64_t k_held = arena_k_held;   // of each token block, its first K blocks (before_start's)
     arena_holds = arena_key();   // until the new contents are complete
     // room for every block, up to `arena_cap` of pinned memory (a mixture of experts' call has hundreds of blocks):
     // past that, or where the locked-memory limit refuses more, the places are reused in turn
@@ -417,8 +418,12 @@ void npu_worker::place_activations(call & c) {
     const bool staged = staged_unsynced;
     staged_unsynced = false;
     if (held && c.places == a_blocks) {
-        for (int64_t p = 0; p < c.places; ++p) c.a_held[p] = p;
-        if (staged) c.a_unsynced.assign(c.places, 1);
+        if (staged) c.a_unsynced.assign(c.places, 0);
+        for (int64_t p = 0; p < c.places; ++p) {
+            if (p % c.k_blocks >= k_held) continue;   // block p is (token block p / k_blocks, K block p % k_blocks)
+            c.a_held[p] = p;
+            if (staged) c.a_unsynced[p] = 1;
+        }
     }
     c.arena_key_after = key;
 }
@@ -468,36 +473,67 @@ void npu_worker::before_start(const multiply & m, row_range rows) {
     const int64_t k_blocks = k / kb, a_blocks = (tokens + tb - 1) / tb * k_blocks;
     const size_t block_bytes = size_t(tb) * kb * sizeof(ggml_bf16_t), bytes = size_t(a_blocks) * block_bytes;
     const arena_key key = input_key(x, tb, kb, m.npu.k_padded(), a_blocks);
-    if (key == arena_holds && act_arena.size() >= bytes) return;   // held already (gate after up)
+    if (key == arena_holds && arena_k_held >= k_blocks && act_arena.size() >= bytes) return;   // held (gate after up)
     if (bytes > arena_cap || !reserve_arena(kn, bytes)) return;
     arena_holds = arena_key();   // until the new contents are complete
+    // Where the worker's thread goes on by itself (not driven), only the first K block of each token block: the first
+    // launch reads no more, and the worker converts the others, on the threads lent to it, while that launch is
+    // dispatched (150 us), instead of the NPU waiting for all of them (K = 3,072, -t 8 on 16 vCPUs: ~170 us).
+    const int64_t k_first = driving() ? k_blocks : 1;
     std::vector<bf16_block> blocks;
     uint8_t * base = act_arena.as<uint8_t>();
-    for (int64_t tbi = 0, a = 0; tbi * tb < tokens; ++tbi) {
-        for (int64_t kbi = 0; kbi < k_blocks; ++kbi, ++a) {
-            blocks.push_back({ tbi * tb, std::min(tb, tokens - tbi * tb), kbi * kb, kb, base + size_t(a) * block_bytes });
+    for (int64_t tbi = 0; tbi * tb < tokens; ++tbi) {
+        for (int64_t kbi = 0; kbi < k_first; ++kbi) {
+            const size_t a = size_t(tbi * k_blocks + kbi);   // its place (place_activations)
+            blocks.push_back({ tbi * tb, std::min(tb, tokens - tbi * tb), kbi * kb, kb, base + a * block_bytes });
         }
     }
-    // and each thread syncs a slice of them to the NPU: one thread takes ~95 us for a 512 x 1,024 block (-t 8, 16
+    // and each thread syncs a slice of each to the NPU: one thread takes ~95 us for a 512 x 1,024 block (-t 8, 16
     // cores), before the first launch; where a sync fails, the worker's thread syncs each block again before its launch
     std::atomic<bool> synced{ true };
     const std::function<void(int, int)> sync_slice = [&](int ith, int nth) {
-        const size_t page = 4096, pages = (bytes + page - 1) / page;
-        const size_t from = std::min(bytes, pages * ith / nth * page), to = std::min(bytes, pages * (ith + 1) / nth * page);
+        const size_t page = 4096, pages = (block_bytes + page - 1) / page;
+        const size_t from = std::min(block_bytes, pages * ith / nth * page);
+        const size_t to   = std::min(block_bytes, pages * (ith + 1) / nth * page);
         try {
-            if (to > from) act_arena.sync_to_device(to - from, from);
+            for (const bf16_block & b : blocks) {
+                if (to > from) act_arena.sync_to_device(to - from, size_t((uint8_t *) b.dst - base) + from);
+            }
         } catch (const std::exception &) {
             synced.store(false, std::memory_order_relaxed);
         }
     };
     trace::scope ts("convert activations (CPU threads)", tokens);
     if (!m.convert_bf16(blocks, sync_slice)) return;
-    arena_holds = key;
+    arena_holds  = key;
+    arena_k_held = k_first;
     staged_unsynced = !synced.load(std::memory_order_relaxed);   // then synced on the worker's thread, block by block
+}
+
+// body(p, t_begin, t_end) for each part p of n tokens, on the worker's thread and the lent ones (lent_threads::share:
+// one lent a moment late takes what is left). A part's failure is thrown here once every part is done, so that none
+// is left writing into a buffer the worker goes on to reuse.
+template <class F> void npu_worker::on_lent_threads(int64_t n, int64_t parts, F && body) {
+    if (parts <= 1) {
+        body(int64_t(0), int64_t(0), n);
+        return;
+    }
+    std::vector<std::string> err(parts);
+    helper.share((int) parts, [&](int p) {
+        try {
+            body(int64_t(p), n * p / parts, n * (p + 1) / parts);
+        } catch (const std::exception & e) {
+            err[p] = e.what();
+        }
+    });
+    for (const std::string & e : err) {
+        if (!e.empty()) throw npu_error(npu_errc::buffer, e);
+    }
 }
 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
 // straight into its place in the arena, then synced. The rows past the real tokens give result rows nobody reads.
+// In parts of 64 tokens or more, on the threads lent to the worker where there are any.
 void npu_worker::convert_block(call & c, const block & bl) {
     const job & j = c.jobs[bl.job];
     const int64_t t0 = bl.tbi * c.tb, n = std::min(c.tb, j.n_tokens - t0);
@@ -507,9 +543,17 @@ void npu_worker::convert_block(call & c, const block & bl) {
     for (int64_t t = 0; t < n; ++t) c.src_rows[t] = j.src[t0 + t] + col;
     const int64_t place = bl.a_block % c.places;
     npu_buffer & a = c.a_views[place];
-    if (w8) xdna_act_rows_to_int8(c.src_rows.data(), n, cols, a.as<int8_t>(), c.kb, &act_scales[size_t(bl.a_block * c.tb)]);
-    else xdna_act_rows_to_bf16(c.src_rows.data(), n, cols, a.as<ggml_bf16_t>(), c.kb);
-    a.sync_to_device(size_t(n) * c.kb * c.a_elem);
+    const size_t row_bytes = size_t(c.kb) * c.a_elem;
+    on_lent_threads(n, std::clamp<int64_t>(n / 64, 1, 8), [&](int64_t, int64_t p0, int64_t p1) {
+        const float * const * src = c.src_rows.data() + p0;
+        if (w8) {
+            xdna_act_rows_to_int8(src, p1 - p0, cols, a.as<int8_t>() + p0 * c.kb, c.kb,
+                                  &act_scales[size_t(bl.a_block * c.tb + p0)]);
+        } else {
+            xdna_act_rows_to_bf16(src, p1 - p0, cols, a.as<ggml_bf16_t>() + p0 * c.kb, c.kb);
+        }
+        a.sync_to_device(size_t(p1 - p0) * row_bytes, size_t(p0) * row_bytes);
+    });
     c.a_held[place] = bl.a_block;
 }
 
@@ -570,21 +614,7 @@ void npu_worker::take_result(call & c, slot & s, int64_t i) {
     trace::scope ts("take result", t_end);
     const int64_t parts = std::min<int64_t>(helper.present() + 1, std::max<int64_t>(1, t_end / 32));
     std::vector<uint8_t> finite(parts, 1);
-    std::vector<std::string> err(parts);   // a part's failure, thrown here once all are done (none may leave the slot in use)
-    const std::function<void(int)> part = [&](int p) {
-        try {
-            finite[p] = take_tokens(c, s, i, t_end * p / parts, t_end * (p + 1) / parts);
-        } catch (const std::exception & e) {
-            err[p] = e.what();
-        }
-    };
-    if (parts == 1 || !helper.split((int) parts, part)) {
-        finite.assign(1, 1);
-        finite[0] = take_tokens(c, s, i, 0, t_end);
-    }
-    for (const std::string & e : err) {
-        if (!e.empty()) throw npu_error(npu_errc::buffer, e);
-    }
+    on_lent_threads(t_end, parts, [&](int64_t p, int64_t t0, int64_t t1) { finite[p] = take_tokens(c, s, i, t0, t1); });
     c.finite = c.finite && std::all_of(finite.begin(), finite.end(), [](uint8_t f) { return f != 0; });
 }
 
@@ -714,7 +744,10 @@ work_result npu_worker::set_up(call & c, const multiply & m, row_range rows, dou
 work_result npu_worker::wrap_up(call & c, double t0) {
     bool all_held = c.places == (int64_t) c.blocks.back().a_block + 1;
     for (int64_t p = 0; all_held && p < c.places; ++p) all_held = c.a_held[p] == p;
-    if (all_held) arena_holds = c.arena_key_after;
+    if (all_held) {
+        arena_holds  = c.arena_key_after;
+        arena_k_held = INT64_MAX;
+    }
     if (c.check_finite && !c.finite) return work_result::failed(work_failure::nonfinite_output, "", now_seconds() - t0);
     work_result res;
     const double t1 = now_seconds();

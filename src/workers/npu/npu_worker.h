@@ -112,6 +112,8 @@ class npu_worker final : public async_worker {
     void convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
     void take_result(call & c, slot & s, int64_t i);
     bool take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end);
+    // body(part, t_begin, t_end) over n tokens in `parts` parts, on the worker's thread and the lent ones
+    template <class F> void on_lent_threads(int64_t n, int64_t parts, F && body);
     void note_failure(const std::string & why);
     // the cache's placer: an NPU buffer for a weight
     std::shared_ptr<npu::resident_weight> place_weight(const ggml_tensor * w, const npu::converted_weight & cw);
@@ -151,6 +153,8 @@ class npu_worker final : public async_worker {
     // the key of a dense multiply's input x in the layout (tb tokens, kb inputs per block, row stride ld)
     static arena_key input_key(const ggml_tensor * x, int64_t tb, int64_t kb, int64_t ld, int64_t a_blocks);
     arena_key                    arena_holds;
+    // of that input, the K blocks [0, arena_k_held) of each token block (before_start may convert only the first)
+    int64_t                      arena_k_held = 0;
     bool                         staged_unsynced = false;   // before_start converted the arena's contents, unsynced
 
     lent_threads                 helper;   // the CPU worker's threads, lent once the CPU's rows are done (help())
