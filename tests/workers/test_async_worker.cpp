@@ -81,22 +81,28 @@ TEST(async_worker, an_exception_becomes_a_failed_result_and_the_worker_stays_usa
     EXPECT_EQ(out[4], 4);
 }
 
-TEST(async_worker, callers_sharing_it_are_serialised) {
-    std::vector<int64_t> out(4000, -1);
-    fake_device_worker w(out);
+// `n_callers` threads each begin and end `each` jobs of 10 rows on `w` (the rows 0 to 10 * n_callers * each, once
+// each); the jobs that failed
+static int shared_by_callers(fake_device_worker & w, int n_callers, int each) {
     std::vector<std::thread> callers;
     std::atomic<int> failures{ 0 };
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < n_callers; ++t) {
         callers.emplace_back([&, t] {
-            for (int i = 0; i < 25; ++i) {
-                const int64_t b = (t * 25 + i) * 10;
+            for (int i = 0; i < each; ++i) {
+                const int64_t b = (t * each + i) * 10;
                 w.begin(none, { b, b + 10 });
                 if (!w.end().ok()) failures++;
             }
         });
     }
     for (auto & c : callers) c.join();
-    EXPECT_EQ(failures, 0);
+    return failures;
+}
+
+TEST(async_worker, callers_sharing_it_are_serialised) {
+    std::vector<int64_t> out(4000, -1);
+    fake_device_worker w(out);
+    EXPECT_EQ(shared_by_callers(w, 4, 25), 0);
     EXPECT_EQ(w.max_concurrent, 1);
     for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(out[i], i);
 }
@@ -111,19 +117,7 @@ TEST(async_worker, spinning_hand_offs_give_the_same_results_whatever_the_prepara
         fake_device_worker w(out);
         w.own_core(true);
         w.preparing = std::chrono::microseconds(prep_us);
-        std::vector<std::thread> callers;
-        std::atomic<int> failures{ 0 };
-        for (int t = 0; t < 2; ++t) {
-            callers.emplace_back([&, t] {
-                for (int i = 0; i < 10; ++i) {
-                    const int64_t b = (t * 10 + i) * 10;
-                    w.begin(none, { b, b + 10 });
-                    if (!w.end().ok()) failures++;
-                }
-            });
-        }
-        for (auto & c : callers) c.join();
-        EXPECT_EQ(failures, 0);
+        EXPECT_EQ(shared_by_callers(w, 2, 10), 0);
         EXPECT_EQ(w.max_concurrent, 1);
         EXPECT_EQ(w.prepared, 20);
         for (int64_t i = 0; i < 200; ++i) EXPECT_EQ(out[i], i);
