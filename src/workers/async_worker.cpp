@@ -40,7 +40,6 @@ void async_worker::begin(const multiply & m, row_range rows) {
     job      = &m;
     job_rows = rows;
     done     = false;
-    done_seen.store(false, std::memory_order_relaxed);
     if (running) {
         if (spin.load(std::memory_order_relaxed)) {
             coming = true;   // the thread wakes now, while the caller's threads prepare the work, and spins for it
@@ -61,7 +60,6 @@ void async_worker::begin(const multiply & m, row_range rows) {
         return;
     }
     pending   = true;
-    pending_seen.store(true, std::memory_order_release);
     handed_at = now_seconds();
     cv.notify_all();
 }
@@ -102,10 +100,10 @@ work_result async_worker::end() {
     }
     if (!done && spin.load(std::memory_order_relaxed)) {
         lock.unlock();
-        spin_until([this] { return done_seen.load(std::memory_order_acquire); }, async_worker_spin_s);
+        spin_until([this] { return done.load(); }, async_worker_spin_s);
         lock.lock();
     }
-    cv.wait(lock, [this] { return done; });
+    cv.wait(lock, [this] { return done.load(); });
     work_result r = result;
     owned = false;
     done  = false;
@@ -120,14 +118,13 @@ void async_worker::loop() {
         if (coming && !pending && running) {
             coming = false;
             lock.unlock();
-            spin_until([this] { return pending_seen.load(std::memory_order_acquire); }, async_worker_spin_s);
+            spin_until([this] { return pending.load(); }, async_worker_spin_s);
             lock.lock();
             continue;   // handed over by now, or asleep again until it is
         }
         coming = false;
         if (pending) {
             pending = false;
-            pending_seen.store(false, std::memory_order_relaxed);
             const multiply & m = *job;
             const row_range rows = job_rows;
             const double handed = handed_at;
@@ -149,7 +146,6 @@ void async_worker::loop() {
             lock.lock();
             result = r;
             done   = true;
-            done_seen.store(true, std::memory_order_release);
             cv.notify_all();
             continue;
         }

@@ -61,12 +61,11 @@ class async_worker : public worker {
     std::thread             thread;
     bool                    running  = false;
     bool                    owned    = false;   // between a caller's begin() and end()
-    bool                    pending  = false;   // a job waits for the thread
-    bool                    done     = false;   // its result is ready
+    // written under mtx; atomic so that a thread can spin on them without it (own_core)
+    std::atomic<bool>       pending{ false };   // a job waits for the thread
+    std::atomic<bool>       done{ false };      // its result is ready
     bool                    driven   = false;   // the caller's team drives the work begun (begin_driven)
     bool                    coming   = false;   // a job is being prepared: the thread wakes and spins for it
-    // pending and done, for a thread that spins on them without the lock
-    std::atomic<bool>       pending_seen{ false }, done_seen{ false };
     std::atomic<bool>       spin{ false };      // own_core()
     const multiply *        job = nullptr;
     double                  handed_at = 0.0;   // when begin() handed the job to the thread

@@ -670,8 +670,8 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
 // where it stands (c.launched, c.taken): a driven call (begin_driven) has made progress before.
 void npu_worker::run_pipeline(call & c) {
     const int64_t n = (int64_t) c.blocks.size();
+    run_first(c);
     try {
-        while (c.launched < std::min<int64_t>(c.depth, n)) launch_next(c);
         while (c.taken < n) {
             slot & cur = *slots[c.taken % c.depth];
             {
