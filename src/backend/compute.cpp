@@ -66,6 +66,9 @@ void compute_engine::participants(multiply & m, bool auto_split, std::vector<wor
         if (!w->accepts(m) || !w->describe(m)) continue;
         ws.push_back(w);
         const bool npu = w->kind() == worker_kind::npu;
+        // a part of the rows ends in narrow blocks (npu_cost_hint::part_of), unless the CPU's team drives the NPU:
+        // then the team takes the last result with it once its own rows are done (finish_driven)
+        if (npu && !cpu.team_drives()) m.npu.cost.part_of = m.node->src[0]->ne[1];
         pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu.cost : npu_cost_hint{}, !npu || m.npu.weights_ready });
     }
     ws.push_back(&cpu);
@@ -162,12 +165,15 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
     const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);
 
-    // When the CPU has no rows of its own, its threads would idle while the devices work: they do a device's
-    // preparation before it starts instead (the NPU's activations). Not when it has rows: on its path the conversion
-    // delays them more than it saves the NPU (-t 8, 16 cores, emulated NPU: NPU alone +9-12%, share 0.5 -3 to -11%),
-    // unless the team drives the NPU: then nobody else would convert them.
+    // The CPU worker's threads convert the NPU's activations before the devices start (all of them where the team
+    // drives the NPU, else the first K block: npu_worker::before_start), where there are several of them: the NPU's
+    // thread alone would take longer, before its first launch. Beside the CPU's own rows too: the 16-core host, -t 8,
+    // emulated at 1,441 GFLOP/s, share 0.75: the NPU worker's time before its first launch 305-450 us -> 31-43 us,
+    // the median multiply of each shape 1,460-2,170 us against 1,650-2,460 (gate and up, a pair: 3,860 against
+    // 4,020); the CPU's rows start later by the team's conversion (share 0.5, where the CPU's part is the longer: 2-4%
+    // slower in tokens/s, three passes).
     worker * driven = driven_worker(ws, rows);
-    if (cpu_convert && (rows.back().empty() || driven)) {
+    if (cpu_convert && (rows.back().empty() || driven || cpu.threads() > 1)) {
         m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
             return cpu.convert_bf16(m.node->src[1], b, then);
         };

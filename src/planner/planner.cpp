@@ -150,7 +150,8 @@ double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, dou
     return std::max(npu_time(st, r), (double) (n - r) * p) + regroup;
 }
 
-int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const {
+int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone,
+                                     bool part) const {
     // Candidates are whole steps, and every row. The NPU's predicted time grows with its rows and the others' time
     // shrinks, so the best candidate is where the two cross: found by bisection in O(log(n / step)).
     const int64_t n_cand = (n + step - 1) / step;   // candidate k gives min(k * step, n) rows
@@ -162,18 +163,21 @@ int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t 
         if (npu_time(st, r) >= (double) (n - r) * p) hi = mid; else lo = mid + 1;
     }
     // the crossing's two neighbours, every row (the NPU whole may be faster than its model of a part), and no NPU at
-    // all (the others then run alone)
-    int64_t best = 0;
-    for (int64_t k : { lo - 1, lo, n_cand }) {
-        if (k >= 1 && k <= n_cand && makespan(st, n, rows_of(k), p, p_alone) < makespan(st, n, best, p, p_alone)) {
+    // all (the others then run alone); of a part only, the neighbours short of every row
+    const int64_t last = part ? n_cand - 1 : n_cand;
+    int64_t best = part ? -1 : 0;
+    for (int64_t k : { lo - 1, lo, last }) {
+        if (k >= 1 && k <= last &&
+            (best < 0 || makespan(st, n, rows_of(k), p, p_alone) < makespan(st, n, best, p, p_alone))) {
             best = rows_of(k);
         }
     }
+    if (best < 0) return 0;
     // A partial block costs the NPU a whole launch: the rest of that block's rows cost it nothing more and the others
     // less, so the NPU gets its last block whole (measured: the NPU given 768 of 1,024 rows in 512-row blocks, the CPU
     // computing the other 256 beside it for nothing, where 1,024 finished as soon).
     if (best > 0 && st.hint.blocks()) best = std::min(n, round_up(best, lcm_of(step, st.hint.block_rows)));
-    return best;
+    return part && best == n ? rows_of(last) : best;
 }
 
 void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone) {
@@ -249,6 +253,18 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         n_alone++;
         why = plan_reason::reprobe;
         return 0;
+    }
+    if (has_cpu && !has_gpu && r == n && n > step && !st.whole_won.on(st.calls) &&
+        backoff_due(st.part_skipped, st.part_gap, opts.reprobe_every, opts.reprobe_max_every)) {
+        // The NPU on every row by its models' choice: its model of a part, no longer measured, may rest on the first
+        // multiplies of the process, those of a cold thread and untouched memory (the 16-core host, -t 8, emulated at
+        // 1,441 GFLOP/s: a first probe of 256 rows took 2.5 ms of fixed cost, where 768 rows later took 60-75 us;
+        // seeded from it, every shape kept the NPU on every row, 1,900 us a multiply, where 768 rows took 1,540). So
+        // the best part by the models is measured again after `reprobe_every` multiplies, then after twice as many
+        // each time, up to `reprobe_max_every`; where it is faster the next decision takes it.
+        n_reprobes++;
+        why = plan_reason::reprobe;
+        return best_npu_rows(st, n, step, p, p_alone, true);
     }
     if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
         (npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||

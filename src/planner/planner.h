@@ -176,6 +176,8 @@ class split_planner {
         int64_t       reprobe_gap = 0;      // multiplies between re-probes now
         int64_t       alone_skipped = 0;    // multiplies since the CPU was last measured alone while the NPU takes rows
         int64_t       alone_gap   = 0;      // multiplies between those measurements now
+        int64_t       part_skipped = 0;     // multiplies since a part was last measured while the NPU takes every row
+        int64_t       part_gap    = 0;      // multiplies between those measurements now
         int64_t       explore_in  = 0;      // multiplies since the NPU last measured another size (auto_npu_rows)
         int64_t       explored    = 0;      // times it did
         int64_t       changes     = 0;      // times npu_cur changed after the first decision
@@ -198,7 +200,9 @@ class split_planner {
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                           bool ready, plan_reason & why);
     double  makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
-    int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone) const;
+    // the best NPU rows by the models; `part`: the best short of every row (and of none)
+    int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone,
+                          bool part = false) const;
     void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                               bool ready, double p, double p_alone, plan_reason & why);

@@ -50,6 +50,8 @@ std::string split_planner::save_state() const {
             snprintf(buf, sizeof(buf), " %lld %.17g", (long long) st.hint.wide_rows[i], st.hint.wide_units[i]);
             out += buf;
         }
+        snprintf(buf, sizeof(buf), " %lld", (long long) st.hint.part_of);
+        out += buf;
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
                                       &st.cpu_all, &no_whole, &st.cpu_regroup }) {
             out += " | " + m->save();
@@ -85,7 +87,10 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&
                       wide[i] >= 0 && std::isfinite(st.hint.wide_units[i]) && st.hint.wide_units[i] >= 0.0;
         }
-        head_ok = head_ok && used == (int) f[0].size();
+        long long part_of = 0;
+        int more = 0;
+        head_ok = head_ok && sscanf(f[0].c_str() + used, " %lld%n", &part_of, &more) == 1 && part_of >= 0;
+        head_ok = head_ok && used + more == (int) f[0].size();
         bool models_ok = head_ok;
         cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
                                       &st.cpu_all, &st.npu_whole, &st.cpu_regroup };
@@ -98,6 +103,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
         for (int i = 0; i < npu_cost_hint::max_wide; ++i) st.hint.wide_rows[i] = wide[i];
+        st.hint.part_of = part_of;
         read.emplace_back(k, st);
     }
     std::lock_guard<std::mutex> lock(mtx);

@@ -49,7 +49,8 @@ void lent_threads::share(int parts, const std::function<void(int)> & part) {
     ++generation;
     ticket.store((uint64_t(generation) << 32) | (uint64_t(parts) << 16), std::memory_order_release);
     int own = 0;   // parts this thread did
-    for (int p; (p = claim()) >= 0; ++own) {
+    const bool leave = leave_parts.load(std::memory_order_relaxed) && n_present.load(std::memory_order_seq_cst) > 0;
+    for (int p; !leave && (p = claim()) >= 0; ++own) {
         part(p);
         done.fetch_add(1, std::memory_order_release);
     }

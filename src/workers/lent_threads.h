@@ -27,6 +27,10 @@ class lent_threads {
     // The same, posted whether or not a thread is lent yet (one lent a moment later takes the parts still left, the
     // worker's thread all that nobody claims): for work that comes before the lent threads may have arrived.
     void share(int parts, const std::function<void(int)> & part);
+    // For tests: while a thread is lent, the worker's thread leaves every part of a piece to the lent threads instead
+    // of racing them for it (which thread claims a part is otherwise up to the scheduler: on a loaded machine a lent
+    // thread may not run while a piece of 50 us is posted).
+    void leave_parts_to_lent_threads(bool on) { leave_parts.store(on, std::memory_order_relaxed); }
     // Parts the lent threads have done so far (for tests and the timeline's figures).
     uint64_t parts_served() const { return taken.load(std::memory_order_acquire); }
     // Pieces split() or share() posted of which a lent thread took a part, so far (each part went to whichever thread
@@ -43,6 +47,7 @@ class lent_threads {
     std::atomic<int>      done{ 0 };       // parts of the piece posted now that are done
     std::atomic<int>      n_present{ 0 };
     std::atomic<bool>     over{ true };
+    std::atomic<bool>     leave_parts{ false };
     std::atomic<uint64_t> taken{ 0 }, pieces{ 0 };
     const std::function<void(int)> * task = nullptr;   // written before `ticket`, read after a claim
     uint32_t              generation = 0;              // the worker's thread only

@@ -414,6 +414,20 @@ TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
     npu_cost_hint other = h;
     other.wide_units[1] = 2.0;
     EXPECT_FALSE(h.same_unit(other)) << "another block's cost is another unit of work";
+
+    // A part of 3,072 rows (the worker takes its last result alone) ends in narrower blocks; every row stays run
+    h.part_of = 3072;
+    EXPECT_EQ(blocks_of(2048), (std::vector<int64_t>{ 1024, 512, 256, 256 }));
+    EXPECT_EQ(blocks_of(1536), (std::vector<int64_t>{ 1024, 256, 256 }));
+    EXPECT_EQ(blocks_of(1792), (std::vector<int64_t>{ 1024, 512, 256 })) << "a narrowest last block stays";
+    EXPECT_EQ(blocks_of(1288), (std::vector<int64_t>{ 1024, 512 })) << "a padded last block is not cut";
+    EXPECT_EQ(blocks_of(3072), (std::vector<int64_t>{ 1024, 1024, 1024 })) << "every row: the CPU's threads help";
+    EXPECT_DOUBLE_EQ(h.units(2048), 2 * (3.0 + 1.8 + 1.0 + 1.0));
+    npu_cost_hint whole_only = h;
+    whole_only.part_of = 0;
+    EXPECT_FALSE(h.same_unit(whole_only)) << "a part cut otherwise is another unit of work";
+    h.wide_rows[1] = 0;   // no 512-row block: a 1,024-row one is not cut
+    EXPECT_EQ(blocks_of(2048), (std::vector<int64_t>{ 1024, 1024 }));
 }
 
 // An NPU whose wide blocks cost less per row than its narrow ones (fewer launches, each with its queued gap): auto
@@ -479,13 +493,20 @@ TEST(planner_sim, a_new_shape_starts_from_what_the_others_learned) {
     simulation second(shared, { npu2, cpu2 }, 2048, 6144, 0.05, 2);
     const double opt = second.optimum();
     double worst = 0.0;
+    int parts = 0;   // multiplies in which the NPU, on every row by its models' choice, measured a part again
     for (int i = 0; i < 20; ++i) {
         const sim_result r = second.step();
+        if (r.reprobe && r.decision == 6144 && r.npu_rows > 0 && r.npu_rows < 6144) {
+            parts++;
+            continue;
+        }
         if (i >= 1) worst = std::max(worst, r.makespan / opt);
     }
-    printf("[figures] second shape: worst %.3f x optimum from its second multiply, NPU %lld of 6144 rows\n", worst,
-           (long long) shared.npu_rows_of(second.key));
+    printf("[figures] second shape: worst %.3f x optimum from its second multiply, NPU %lld of 6144 rows, %d parts "
+           "measured again\n", worst, (long long) shared.npu_rows_of(second.key), parts);
     EXPECT_LT(worst, 1.03) << "a seeded shape must not probe the CPU alone or the NPU whole again";
+    EXPECT_EQ(parts, 1) << "on every row by its models' choice, the NPU measures a part again after 16 multiplies "
+                           "(its model of a part may rest on the first, cold ones), and not more often";
     EXPECT_EQ(shared.npu_rows_of(second.key), 6144);
 }
 
@@ -630,3 +651,4 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_the_npu_on_every_row_gives_it_e
         }
     }
 }
+

@@ -57,6 +57,7 @@ class npu_worker final : public async_worker {
     // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
     void prepare_ahead(const multiply & m) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
+    void     leave_parts_to_lent_threads(bool on) { helper.leave_parts_to_lent_threads(on); }   // for tests
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
