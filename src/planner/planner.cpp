@@ -15,6 +15,9 @@ constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = 
 
 // A back-off: due once `skipped` reaches `gap` (at least `every`) multiplies, or `now`; each time it is due the gap
 // doubles, up to `max_every`.
+// A shape gone to every row measures a part again this many multiplies later, the first time (see measured_npu_rows).
+constexpr int64_t part_first = 2;
+
 bool backoff_due(int64_t & skipped, int64_t & gap, int64_t every, int64_t max_every, bool now = false) {
     gap = std::max(gap, every);
     if (!now && ++skipped < gap) return false;
@@ -255,15 +258,18 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         return 0;
     }
     if (has_cpu && !has_gpu && r == n && n > step && !st.whole_won.on(st.calls) &&
-        backoff_due(st.part_skipped, st.part_gap, opts.reprobe_every, opts.reprobe_max_every)) {
+        backoff_due(st.part_skipped, st.part_gap, st.part_gap > 0 ? opts.reprobe_every : part_first,
+                    opts.reprobe_max_every)) {
         // The NPU on every row by its models' choice: its model of a part, no longer measured, may rest on the first
         // multiplies of the process, those of a cold thread and untouched memory (the 16-core host, -t 8, emulated at
         // 1,441 GFLOP/s: a first probe of 256 rows took 2.5 ms of fixed cost, where 768 rows later took 60-75 us;
         // seeded from it, every shape kept the NPU on every row, 1,900 us a multiply, where 768 rows took 1,540). So
-        // the best part by the models is measured again after `reprobe_every` multiplies, then after twice as many
-        // each time, up to `reprobe_max_every`; where it is faster the next decision takes it.
+        // the best part by the models is measured again, `part_first` multiplies after the shape went to every row,
+        // then after `reprobe_every`, then after twice as many each time, up to `reprobe_max_every`; a reading faster
+        // than the models predict replaces them (report), and where the part is then faster the next decision takes it.
         n_reprobes++;
         why = plan_reason::reprobe;
+        st.part_probe = true;
         return best_npu_rows(st, n, step, p, p_alone, true);
     }
     if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
@@ -333,6 +339,7 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
         return probe;
     }
     why = plan_reason::auto_split;
+    st.part_probe = false;
     settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
     // the decision, unless something must be measured first, or the share was measured slower than the NPU out
     const int64_t r = measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, ready, p, p_alone, why);
@@ -520,6 +527,12 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
         // every row on the NPU: learned apart (npu_whole), not as a part of the rows
         st.npu_whole.add(1.0, seconds);
     } else if (k == NPU && fixed_s >= 0.0 && std::isfinite(seconds)) {
+        if (st.part_probe && st.npu_split && seconds < npu_time(st, rows)) {
+            // a part measured again while the NPU is on every row, faster than its models say: they rest on older
+            // readings (the process's first multiplies), and the choice of every row on them
+            st.model[NPU].forget();
+            st.npu_fixed.forget();
+        }
         if (!st.npu_split) {
             // from now on the fixed part is measured, not guessed: the launches' model starts again without one
             st.npu_split = true;

@@ -178,6 +178,7 @@ class split_planner {
         int64_t       alone_gap   = 0;      // multiplies between those measurements now
         int64_t       part_skipped = 0;     // multiplies since a part was last measured while the NPU takes every row
         int64_t       part_gap    = 0;      // multiplies between those measurements now
+        bool          part_probe  = false;  // the last plan was such a measurement (report: it may replace the models)
         int64_t       explore_in  = 0;      // multiplies since the NPU last measured another size (auto_npu_rows)
         int64_t       explored    = 0;      // times it did
         int64_t       changes     = 0;      // times npu_cur changed after the first decision

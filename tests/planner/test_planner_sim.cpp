@@ -505,8 +505,8 @@ TEST(planner_sim, a_new_shape_starts_from_what_the_others_learned) {
     printf("[figures] second shape: worst %.3f x optimum from its second multiply, NPU %lld of 6144 rows, %d parts "
            "measured again\n", worst, (long long) shared.npu_rows_of(second.key), parts);
     EXPECT_LT(worst, 1.03) << "a seeded shape must not probe the CPU alone or the NPU whole again";
-    EXPECT_EQ(parts, 1) << "on every row by its models' choice, the NPU measures a part again after 16 multiplies "
-                           "(its model of a part may rest on the first, cold ones), and not more often";
+    EXPECT_EQ(parts, 1) << "on every row by its models' choice, the NPU measures a part again 2 multiplies later (its "
+                           "model of a part may rest on the first, cold ones), then not before 16 more";
     EXPECT_EQ(shared.npu_rows_of(second.key), 6144);
 }
 
