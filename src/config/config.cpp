@@ -31,7 +31,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only), as GGML_XDNA_NPU=off" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
-    { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "1: where the CPU worker has no rows of a multiply, its threads convert the NPU's activations before the NPU starts; 0: the NPU worker's own thread always does" },
+    { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "1: where the CPU worker has no rows of a multiply, or has several threads, its threads convert the NPU's activations before the NPU starts; 0: the NPU worker's own thread always does" },
     { "GGML_XDNA_NPU_HELP",       "1",     "1: the CPU worker's team, once its rows are done, takes parts of each NPU block's result until the NPU's part is over; 0: the NPU worker's own thread takes them all" },
     { "GGML_XDNA_PAIRS",          "1",     "1: two multiplies of one input with weights of the same shape (K and V, gate and up), next to each other in the graph, are split and computed as one; 0: one at a time" },
     { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never (then GGML_XDNA_NPU_HOST_CORE applies)" },
