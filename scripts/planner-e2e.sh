@@ -95,6 +95,7 @@ table="$work/table"
     for c in "${configs[@]}"; do printf ' %9s' "$c"; done
     printf ' %10s %10s' "auto/best" "auto NPU"
     [[ $kept == 1 ]] && printf ' %10s' "kept/best"
+    printf ' %10s' "paired"
     printf '\n'
 } >"$table"
 
@@ -136,12 +137,17 @@ for speed in "${speed_names[@]}"; do
     ratio=$(awk -v a="$auto" -v b="$best" 'BEGIN { printf "%.3f", a / b }')
     kept_ratio=-
     [[ $kept == 1 ]] && kept_ratio=$(awk -v s="$(centre_of kept)" -v b="$best" 'BEGIN { printf "%.3f", s / b }')
+    # auto against that share pass by pass, the median of those ratios: the machine drifts between passes (a setting's
+    # runs differ by up to 27%), and a ratio within one pass leaves that drift out; shown, not checked
+    paired=$(paste <(tr ' ' '\n' <<<"${runs[auto]}" | sed '/^$/d') <(tr ' ' '\n' <<<"${runs[$best_c]}" | sed '/^$/d') |
+        awk '{ print $1 / $2 }' | sort -g | awk '{ v[n++] = $1 } END { printf "%.3f", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }')
     auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
     {
         printf '%-46s' "$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
         for c in "${configs[@]}"; do printf ' %9.2f' "$(centre_of "$c")"; done
         printf ' %10s %10s' "$ratio" "$auto_npu"
         [[ $kept == 1 ]] && printf ' %10s' "$kept_ratio"
+        printf ' %10s' "$paired"
         printf '\n'
     } >>"$table"
     if awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
@@ -163,9 +169,9 @@ echo
 echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes ($centre of them), emulated NPU in null mode"
 cat "$table"
 if [[ -n "${SPEEDS:-}" ]]; then
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: the median over the passes of auto / that share in the pass; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
 else
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: the median over the passes of auto / that share in the pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
 fi
 # what the planner had learned per shape at the end of the last auto run (the plugin appends it to its report)
 last_auto=$(ls -t "$work"/*-auto-*.report 2>/dev/null | head -1 || true)

@@ -258,8 +258,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         return 0;
     }
     if (has_cpu && !has_gpu && r == n && n > step && !st.whole_won.on(st.calls) &&
-        backoff_due(st.part_skipped, st.part_gap, st.part_gap > 0 ? opts.reprobe_every : part_first,
-                    opts.reprobe_max_every)) {
+        backoff_due(st.part_skipped, st.part_gap, part_first, opts.reprobe_max_every)) {
         // The NPU on every row by its models' choice: its model of a part, no longer measured, may rest on the first
         // multiplies of the process, those of a cold thread and untouched memory (the 16-core host, -t 8, emulated at
         // 1,441 GFLOP/s: a first probe of 256 rows took 2.5 ms of fixed cost, where 768 rows later took 60-75 us;
@@ -267,6 +266,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         // the best part by the models is measured again, `part_first` multiplies after the shape went to every row,
         // then after `reprobe_every`, then after twice as many each time, up to `reprobe_max_every`; a reading faster
         // than the models predict replaces them (report), and where the part is then faster the next decision takes it.
+        st.part_gap = std::max<int64_t>(st.part_gap, opts.reprobe_every);   // the first after part_first, the next 16 on
         n_reprobes++;
         why = plan_reason::reprobe;
         st.part_probe = true;
