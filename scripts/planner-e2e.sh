@@ -4,6 +4,8 @@
 # faster than the CPU and one slower. For each speed it runs llama-bench -p 512 -n 0 on a generated model for every
 # configuration, interleaved, in PASSES passes, prints the table of prompt tokens/s, and checks that auto reaches at
 # least MIN_RATIO (0.97) of the best fixed share, and that next to the slow NPU auto gives it little or nothing.
+# It also shows, unchecked, auto against the best share pass by pass, and the multiplies' own time over each process
+# (from the plugin's report).
 #
 # Environment (all optional):
 #   BUILD        the plugin's build directory (default: build); the llama.cpp binaries are taken from its
@@ -66,6 +68,16 @@ npu_fraction() {
         awk '{ n = $2 + 0; all += n; if ($1 == "npu:") npu += n } END { if (all) printf "%.3f", npu / all; else print "?" }'
 }
 
+# the multiplies' own time in a run, ms, those in which a weight was converted for the NPU on first use left out (the
+# report's "N multiplies in X s (Y s of it where a weight was converted ...)"): the split's work apart from the rest
+# of a prompt, which moves as much between processes as the splits differ. Over the whole process: llama-bench's
+# untimed warm-up prompt, where auto learns, is in it, so it shows what learning costs a process of one prompt
+mult_ms() {
+    [[ -f "$1" ]] || { echo "?"; return; }
+    sed -nE 's/^ggml-xdna: [0-9]+ multiplies in ([0-9.]+) s \(([0-9.]+) s of it.*/\1 \2/p' "$1" |
+        awk '{ t += $1 - $2; n++ } END { if (n) printf "%.1f", 1000 * t; else print "?" }'
+}
+
 # Default speeds: the CPU's matrix-multiply rate in this run's setting (the plugin, all rows on the CPU worker), from
 # the prompt rate and the model's FLOP per token (dense models: q, k, v, o and the three FFN matrices per layer).
 if [[ -z "${SPEEDS:-}" ]] && [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; then
@@ -89,7 +101,12 @@ configs=("${shares[@]}" auto)
 kept=${KEPT:-0}
 [[ $kept == 1 ]] && configs+=(kept)
 status=0
-table="$work/table"
+table="$work/table" table_ms="$work/table-ms"
+{
+    printf '%-46s' "the multiplies' own time, ms (first uses out)"
+    for c in "${configs[@]}"; do printf ' %9s' "$c"; done
+    printf ' %10s\n' "best/auto"
+} >"$table_ms"
 {
     printf '%-46s' "prompt tokens/s (llama-bench -p 512)"
     for c in "${configs[@]}"; do printf ' %9s' "$c"; done
@@ -107,9 +124,10 @@ for speed in "${speed_names[@]}"; do
         slow) speed_env=($SLOW_NPU) ;;
         *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }')) ;;
     esac
-    declare -A runs=()   # per configuration, its tokens/s in every pass
-    centre_of() { tr ' ' '\n' <<<"${runs[$1]}" | sort -g | awk -v c="$centre" 'NF { v[n++] = $1; s += $1 }
+    declare -A runs=() runs_ms=()   # per configuration, its tokens/s and its multiplies' time in every pass
+    centre_in() { tr ' ' '\n' <<<"$1" | sort -g | awk -v c="$centre" 'NF { v[n++] = $1; s += $1 }
         END { if (c == "mean") printf "%.2f", s / n; else printf "%.2f", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
+    centre_of() { centre_in "${runs[$1]}"; }
     state=(GGML_XDNA_PLANNER_STATE="$work/state-$speed.txt")
     [[ $kept == 1 ]] && bench "$speed-prime" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE=auto "${state[@]}" >/dev/null
     for ((p = 1; p <= passes; p++)); do
@@ -119,6 +137,7 @@ for speed in "${speed_names[@]}"; do
             ts=$(bench "$speed-$c-$p" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE="$share" "${extra[@]}")
             [[ -n "$ts" ]] || die "no tokens/s from llama-bench ($speed, share $c)"
             runs[$c]="${runs[$c]:-} $ts"
+            runs_ms[$c]="${runs_ms[$c]:-} $(mult_ms "$work/$speed-$c-$p.report")"
             echo "  $speed NPU, pass $p, share $c: $ts tokens/s (NPU took $(npu_fraction "$work/$speed-$c-$p.report") of the rows)"
         done
     done
@@ -150,6 +169,18 @@ for speed in "${speed_names[@]}"; do
         printf ' %10s' "$paired"
         printf '\n'
     } >>"$table"
+    if ! grep -q '?' <<<"${runs_ms[*]}"; then   # a plugin that reports its multiplies' own time
+        best_ms=
+        for c in "${shares[@]}"; do
+            m=$(centre_in "${runs_ms[$c]}")
+            if [[ -z "$best_ms" ]] || awk -v a="$m" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_ms=$m; fi
+        done
+        {
+            printf '%-46s' "$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
+            for c in "${configs[@]}"; do printf ' %9.1f' "$(centre_in "${runs_ms[$c]}")"; done
+            printf ' %10s\n' "$(awk -v b="$best_ms" -v a="$(centre_in "${runs_ms[auto]}")" 'BEGIN { printf "%.3f", b / a }')"
+        } >>"$table_ms"
+    fi
     if awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
         echo "FAIL: $speed NPU: auto $auto tokens/s is $ratio of the best fixed share ($best_c: $best), below $min_ratio"
         status=1
@@ -162,7 +193,7 @@ for speed in "${speed_names[@]}"; do
         echo "FAIL: slow NPU: auto gave the NPU $auto_npu of the rows (at most $slow_max_npu expected)"
         status=1
     fi
-    unset runs
+    unset runs runs_ms
 done
 
 echo
@@ -172,6 +203,11 @@ if [[ -n "${SPEEDS:-}" ]]; then
     echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: the median over the passes of auto / that share in the pass; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
 else
     echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: the median over the passes of auto / that share in the pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
+fi
+if [[ $(wc -l <"$table_ms") -gt 1 ]]; then
+    echo "over each whole process, llama-bench's untimed warm-up prompt in it; $passes passes ($centre of them);" \
+         "best/auto: the fastest fixed share's time over auto's; shown, not checked:"
+    cat "$table_ms"
 fi
 # what the planner had learned per shape at the end of the last auto run (the plugin appends it to its report)
 last_auto=$(ls -t "$work"/*-auto-*.report 2>/dev/null | head -1 || true)

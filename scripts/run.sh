@@ -64,7 +64,7 @@ fi
 printf '   %-34s done   %s\n' "set-up" "$(progress_fmt $(( SECONDS - t0 )))"
 
 rows_of() {   # rows_of REPORT: "the NPU computed P% of the rows" from the plugin's end-of-run report
-    awk '/multiplies;/ {
+    awk '/^ggml-xdna: [0-9]+ multiplies/ {
             n = 0; c = 0
             if (match($0, /npu: [0-9]+ rows/)) { s = substr($0, RSTART + 5); n = s + 0 }
             if (match($0, /gpu: [0-9]+ rows/)) { s = substr($0, RSTART + 5); g = s + 0 } else g = 0

@@ -48,7 +48,13 @@ std::string compute_engine::summary() const {
         }
         if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
     }
-    return std::to_string(n_multiplies) + " multiplies; " + (out.empty() ? "no rows" : out);
+    // the multiplies' own time tells the split's quality apart from the rest of a prompt (attention, norms), which
+    // moves as much from one process to the next as the splits differ (16-core host, -t 8: 173-187 ms of a 367-383
+    // ms prompt); a weight's first conversion for the NPU is paid once, so it is named apart
+    char head[160];
+    snprintf(head, sizeof(head), "%lld multiplies in %.3f s (%.3f s of it where a weight was converted for a device); ",
+             (long long) n_multiplies, wall_s, first_use_wall_s);
+    return head + (out.empty() ? std::string("no rows") : out);
 }
 
 // Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
@@ -264,7 +270,10 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // first measurements of a shape would seed every other shape with it.
     if (!first_use) planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
     // what the multiply cost as a whole, unless one-time work (a weight's first conversion) is in it
-    if (!first_use && !once_on_cpu) planner.report_outcome(m.key, npu, now_seconds() - t_plan);
+    const double wall = now_seconds() - t_plan;
+    wall_s += wall;
+    if (first_use || once_on_cpu) first_use_wall_s += wall;
+    else planner.report_outcome(m.key, npu, wall);
     // Kept from the NPU only to measure the CPU alone, in a shape whose NPU takes rows: the NPU's one-time work for
     // this weight is done now, after the measurement, not at the weight's next multiply (in llama-bench, -t 8, the
     // NPU emulated at 3,140 GFLOP/s: the first timed prompt converted four weights that the untimed warm-up prompt

@@ -22,7 +22,8 @@ class compute_engine {
     // Whether every worker computes pairs of multiplies as one (multiply::twin)
     bool pairs() const;
 
-    // One line: per worker the rows it computed and the time it took, since this engine was made.
+    // One line: the multiplies and their own time (from the plan to the end, every worker and wait in it), then per
+    // worker the rows it computed and the time it took, since this engine was made.
     std::string summary() const;
     bool idle() const { return n_multiplies == 0; }
 
@@ -42,6 +43,7 @@ class compute_engine {
 
     totals  sums[3];
     int64_t n_multiplies = 0;
+    double  wall_s = 0.0, first_use_wall_s = 0.0;   // the multiplies' own time, and of it those that converted a weight
 
     split_planner &       prompt_planner;
     split_planner &       decode_planner;

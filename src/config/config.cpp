@@ -17,7 +17,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_MIN_BATCH",      "32",    "smallest token count the backend claims; a huge value (1000000) makes it claim nothing" },
     { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
     { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
-    { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (what each worker did, and what the planner learned per shape), for scripts" },
+    { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (the multiplies' own time, what each worker did, and what the planner learned per shape), for scripts" },
     { "GGML_XDNA_TRACE",          "",      "file to write a timeline of every multiply to (Chrome trace-event JSON: Perfetto, chrome://tracing)" },
     { "GGML_XDNA_PLANNER_STATE",  "",      "file in which the auto split keeps what it learned between runs (read at the first prompt, written at exit), or auto: one per machine under the cache folder; ignored when written on another machine, build, NPU or kernel set; empty: nothing kept" },
     { "GGML_XDNA_NPU",            "auto",  "which NPU: auto (an XDNA1 NPU through XRT, if there is one; else none), off, or emulator (the software XDNA1, only when asked for)" },

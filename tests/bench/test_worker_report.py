@@ -15,6 +15,15 @@ class ParseLine(unittest.TestCase):
         self.assertEqual(r.workers["cpu"].rows, 5632)
         self.assertAlmostEqual(r.workers["cpu"].seconds, 1.158)
 
+    def test_the_multiplies_own_time(self):
+        r = wr.parse_line("ggml-xdna: 772 multiplies in 0.812 s (0.105 s of it where a weight was converted for a "
+                          "device); npu: 1347584 rows, 0.747 s (device busy 75%) | cpu: 0 rows, 0 s")
+        self.assertEqual(r.multiplies, 772)
+        self.assertAlmostEqual(r.seconds, 0.812)
+        self.assertAlmostEqual(r.first_use_seconds, 0.105)
+        self.assertEqual(r.workers["npu"].rows, 1347584)
+        self.assertEqual(wr.parse_line("ggml-xdna: 22 multiplies; cpu: 5632 rows, 1.158 s").seconds, 0.0)
+
     def test_three_workers_and_failures(self):
         r = wr.parse_line("ggml-xdna: 10 multiplies; npu: 1536 rows, 0.120 s (2 runs failed, redone on the CPU) "
                           "| gpu: 512 rows, 0.05 s | cpu: 2048 rows, 0.310 s")
