@@ -125,8 +125,9 @@ for speed in "${speed_names[@]}"; do
         *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }')) ;;
     esac
     declare -A runs=() runs_ms=()   # per configuration, its tokens/s and its multiplies' time in every pass
-    centre_in() { tr ' ' '\n' <<<"$1" | sort -g | awk -v c="$centre" 'NF { v[n++] = $1; s += $1 }
-        END { if (c == "mean") printf "%.2f", s / n; else printf "%.2f", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
+    centre_in() {   # centre_in "<values>" [printf format (%.2f)]
+        tr ' ' '\n' <<<"$1" | sort -g | awk -v c="$centre" -v f="${2:-%.2f}" 'NF { v[n++] = $1; s += $1 }
+        END { printf f, c == "mean" ? s / n : n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
     centre_of() { centre_in "${runs[$1]}"; }
     state=(GGML_XDNA_PLANNER_STATE="$work/state-$speed.txt")
     [[ $kept == 1 ]] && bench "$speed-prime" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE=auto "${state[@]}" >/dev/null
@@ -156,18 +157,18 @@ for speed in "${speed_names[@]}"; do
     ratio=$(awk -v a="$auto" -v b="$best" 'BEGIN { printf "%.3f", a / b }')
     kept_ratio=-
     [[ $kept == 1 ]] && kept_ratio=$(awk -v s="$(centre_of kept)" -v b="$best" 'BEGIN { printf "%.3f", s / b }')
-    # auto against that share pass by pass, the median of those ratios: the machine drifts between passes (a setting's
+    # auto against that share pass by pass, the centre of those ratios: the machine drifts between passes (a setting's
     # runs differ by up to 27%), and a ratio within one pass leaves that drift out; shown, not checked
-    paired=$(paste <(tr ' ' '\n' <<<"${runs[auto]}" | sed '/^$/d') <(tr ' ' '\n' <<<"${runs[$best_c]}" | sed '/^$/d') |
-        awk '{ print $1 / $2 }' | sort -g | awk '{ v[n++] = $1 } END { printf "%.3f", n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }')
+    paired=$(centre_in "$(paste -d ' ' <(echo ${runs[auto]} | tr ' ' '\n') <(echo ${runs[$best_c]} | tr ' ' '\n') |
+        awk '{ print $1 / $2 }')" %.3f)
     auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
+    label="$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
     {
-        printf '%-46s' "$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
+        printf '%-46s' "$label"
         for c in "${configs[@]}"; do printf ' %9.2f' "$(centre_of "$c")"; done
         printf ' %10s %10s' "$ratio" "$auto_npu"
         [[ $kept == 1 ]] && printf ' %10s' "$kept_ratio"
-        printf ' %10s' "$paired"
-        printf '\n'
+        printf ' %10s\n' "$paired"
     } >>"$table"
     if ! grep -q '?' <<<"${runs_ms[*]}"; then   # a plugin that reports its multiplies' own time
         best_ms=
@@ -176,7 +177,7 @@ for speed in "${speed_names[@]}"; do
             if [[ -z "$best_ms" ]] || awk -v a="$m" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_ms=$m; fi
         done
         {
-            printf '%-46s' "$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
+            printf '%-46s' "$label"
             for c in "${configs[@]}"; do printf ' %9.1f' "$(centre_in "${runs_ms[$c]}")"; done
             printf ' %10s\n' "$(awk -v b="$best_ms" -v a="$(centre_in "${runs_ms[auto]}")" 'BEGIN { printf "%.3f", b / a }')"
         } >>"$table_ms"
@@ -200,9 +201,9 @@ echo
 echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes ($centre of them), emulated NPU in null mode"
 cat "$table"
 if [[ -n "${SPEEDS:-}" ]]; then
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: the median over the passes of auto / that share in the pass; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto / that share within each pass, the $centre of those; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
 else
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: the median over the passes of auto / that share in the pass; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto / that share within each pass, the $centre of those; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
 fi
 if [[ $(wc -l <"$table_ms") -gt 1 ]]; then
     echo "over each whole process, llama-bench's untimed warm-up prompt in it; $passes passes ($centre of them);" \
