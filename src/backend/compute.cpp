@@ -156,6 +156,29 @@ bool compute_engine::pairs() const {
     return true;
 }
 
+// The auto split gave the NPU none of `m`'s rows, but may give it rows of this weight later: the NPU's one-time work
+// for the weight (converting it into its cache) is done now, after the multiply, so that a later multiply does not
+// pay for it. In llama-bench that is the untimed warm-up prompt, where every weight is met first: at -t 16 of 16
+// cores, the NPU emulated at 350 GFLOP/s, a process whose warm-up prompt had kept the NPU out of Q and K/V converted
+// those 31 weights in its first timed prompt, 278 ms of its three timed prompts' 1,595 ms of multiplies, and ran at
+// 798 prompt tokens/s where share 0.25 ran at 1,014 beside it (other auto processes converted none there: 919-996).
+// Only where the split may change: not at a fixed share, nor where the NPU cannot take part. Once per weight; its
+// time counts as the multiplies' one-time work.
+void compute_engine::prepare_npu_ahead(const multiply & m, const std::vector<worker *> & ws, int64_t npu_rows,
+                                       plan_reason why) {
+    const bool may_join = why == plan_reason::auto_split || why == plan_reason::reprobe ||
+                          why == plan_reason::measured_slower;
+    if (npu_rows > 0 || !may_join) return;
+    for (worker * w : ws) {
+        if (w->kind() != worker_kind::npu) continue;
+        const double t0 = now_seconds();
+        if (!w->prepare_ahead(m)) continue;
+        const double once = now_seconds() - t0;
+        wall_s += once;
+        first_use_wall_s += once;
+    }
+}
+
 ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor * twin) {
     n_multiplies += twin ? 2 : 1;
     trace::name_thread("llama.cpp thread: CPU worker");
@@ -274,15 +297,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     wall_s += wall;
     if (first_use || once_on_cpu) first_use_wall_s += wall;
     else planner.report_outcome(m.key, npu, wall);
-    // Kept from the NPU only to measure the CPU alone, in a shape whose NPU takes rows: the NPU's one-time work for
-    // this weight is done now, after the measurement, not at the weight's next multiply (in llama-bench, -t 8, the
-    // NPU emulated at 3,140 GFLOP/s: the first timed prompt converted four weights that the untimed warm-up prompt
-    // had only measured the CPU alone on, 24 ms, 2% of the three timed prompts).
-    if (npu == 0 && why == plan_reason::reprobe && planner.npu_rows_of(m.key) > 0) {
-        for (size_t i = 0; i < n_dev; ++i) {
-            if (ws[i]->kind() == worker_kind::npu) ws[i]->prepare_ahead(m);
-        }
-    }
+    prepare_npu_ahead(m, ws, npu, why);
     if (trace::on()) {
         const std::string names = std::string(node->name) + (twin ? std::string(" + ") + twin->name : "");
         trace::add("multiply", t_start, now_seconds(), m.key.rows, names + ": " + m.key.str() + ": npu " +

@@ -118,10 +118,10 @@ class worker {
     // Whether help() has anything to share: the engine lends threads only to such a worker.
     virtual bool shares_host_work() const { return false; }
 
-    // One-time work for rows of `m`'s weight it will take in later multiplies (the NPU: converting the weight), done
-    // now, on the CPU worker's threads where `m` offers them (m.on_cpu_threads): called after a multiply the planner
-    // kept it out of only to measure the CPU alone. Nothing by default.
-    virtual void prepare_ahead(const multiply & m) { (void) m; }
+    // One-time work for rows of `m`'s weight it may take in later multiplies (the NPU: converting the weight), done
+    // now, on the CPU worker's threads where `m` offers them (m.on_cpu_threads): called after a multiply the auto split
+    // gave it no rows of. Whether it did any (false by default: nothing to do).
+    virtual bool prepare_ahead(const multiply & m) { (void) m; return false; }
 
     // Where no core is left for the worker's own thread, the CPU worker's team can drive the device instead, between
     // its own slices of rows: begin_driven() sets the work up and starts the device on the calling thread and returns;

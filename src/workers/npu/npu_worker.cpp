@@ -432,26 +432,30 @@ void npu_worker::place_activations(call & c) {
 // worker's threads instead, into the cache (a 3,072 x 1,024 Q4_0 weight takes one thread ~10 ms, beside the CPU's
 // rows: a process that starts with nothing learned gives the NPU a weight at a time, and at -t 16 of 16 cores auto
 // ran at 756 and 816 prompt tokens/s where a fixed share 0.5, whose weights all convert in the first prompt, ran at
-// 1,237 and 1,107). Found in the cache, a weight costs a lookup here.
-void npu_worker::convert_weights_on_cpu(const multiply & m) {
-    if (!m.is_id() && m.npu.weights_ready) return;   // describe() found them converted (or not to be kept)
+// 1,237 and 1,107). Found in the cache, a weight costs a lookup here. Whether it converted any.
+bool npu_worker::convert_weights_on_cpu(const multiply & m) {
+    if (!m.is_id() && m.npu.weights_ready) return false;   // describe() found them converted (or not to be kept)
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const int64_t experts = m.is_id() ? m.routing.experts() : 1;
     std::string err;
+    bool converted = false;
     for (int i = 0; i < m.nodes(); ++i) {
         const ggml_tensor * w = m.node_at(i)->src[0];
         for (int64_t e = 0; e < experts; ++e) {
             if (m.is_id() && (m.routing.tokens_of(e) == 0 || m.on_cpu(e))) continue;   // the experts plan_jobs takes
             if (!weights.cached(w, e, fmt, m.npu.k_padded())) {
                 trace::scope ts("convert weight (CPU threads)", w->ne[1]);
-                weights.get(w, e, fmt, m.npu.k_padded(), &err, nullptr, &m.on_cpu_threads);
+                bool first_use = false;
+                weights.get(w, e, fmt, m.npu.k_padded(), &err, &first_use, &m.on_cpu_threads);
+                converted = converted || first_use;
             }
         }
     }
+    return converted;
 }
 
-void npu_worker::prepare_ahead(const multiply & m) {
-    if (m.npu.kernel && !switched_off) convert_weights_on_cpu(m);
+bool npu_worker::prepare_ahead(const multiply & m) {
+    return m.npu.kernel && !switched_off && convert_weights_on_cpu(m);
 }
 
 // On the caller's thread, the worker idle: the CPU worker's threads convert a dense multiply's activations straight

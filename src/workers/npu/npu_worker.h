@@ -55,7 +55,7 @@ class npu_worker final : public async_worker {
     void step_poll(int ith, int nth) override;
     void step_take(int ith, int nth) override;
     // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
-    void prepare_ahead(const multiply & m) override;
+    bool prepare_ahead(const multiply & m) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
     void     leave_parts_to_lent_threads(bool on) { helper.leave_parts_to_lent_threads(on); }   // for tests
 
@@ -110,7 +110,7 @@ class npu_worker final : public async_worker {
     work_result wrap_up(call & c, double t0);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const block & bl);
-    void convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
+    bool convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
     void take_result(call & c, slot & s, int64_t i);
     bool take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end);
     // body(part, t_begin, t_end) over n tokens in `parts` parts, on the worker's thread and the lent ones
