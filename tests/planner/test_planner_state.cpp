@@ -81,7 +81,9 @@ TEST(planner_state, a_planner_that_reads_the_state_plans_as_the_one_that_wrote_i
     for (int i = 0; i < 10; ++i) {
         const int64_t got = a2.step().npu_rows;
         wholes += got == a.key.rows;
-        if (got != a.key.rows) EXPECT_EQ(got, first.npu_rows_of(a.key)) << "multiply " << i + 1;
+        if (got != a.key.rows) {
+            EXPECT_EQ(got, first.npu_rows_of(a.key)) << "multiply " << i + 1;
+        }
         EXPECT_EQ(b2.step().npu_rows, first.npu_rows_of(b.key)) << "multiply " << i + 1;
     }
     EXPECT_LE(wholes, 2);
