@@ -166,9 +166,7 @@ bool compute_engine::pairs() const {
 // time counts as the multiplies' one-time work.
 void compute_engine::prepare_npu_ahead(const multiply & m, const std::vector<worker *> & ws, int64_t npu_rows,
                                        plan_reason why) {
-    const bool may_join = why == plan_reason::auto_split || why == plan_reason::reprobe ||
-                          why == plan_reason::measured_slower;
-    if (npu_rows > 0 || !may_join) return;
+    if (npu_rows > 0 || !plan_reason_is_auto(why)) return;
     for (worker * w : ws) {
         if (w->kind() != worker_kind::npu) continue;
         const double t0 = now_seconds();

@@ -389,6 +389,11 @@ const char * plan_reason_name(plan_reason r) {
     return "?";
 }
 
+bool plan_reason_is_auto(plan_reason r) {
+    return r == plan_reason::probe || r == plan_reason::reprobe || r == plan_reason::auto_split ||
+           r == plan_reason::measured_slower || r == plan_reason::whole_measured_faster;
+}
+
 // The decision line: the rows per worker, why, and each worker's predicted time.
 std::string split_planner::plan_line(const shape_key & key, const shape_state & st, const int64_t rows[3],
                                      plan_reason why, const bool has[3]) const {

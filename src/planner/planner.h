@@ -33,6 +33,9 @@ namespace xdna {
 enum class plan_reason { probe, reprobe, auto_split, measured_slower, whole_measured_faster, fixed_share, only_worker,
                          below_gpu_size, no_npu };
 const char * plan_reason_name(plan_reason r);
+// Whether the auto split chose the NPU's rows for that reason, so that a later multiply of the shape may choose others
+// (not a fixed share, nor a multiply the NPU cannot take part in).
+bool plan_reason_is_auto(plan_reason r);
 
 // A worker as the planner sees it for one multiply.
 struct plan_worker {
