@@ -27,22 +27,26 @@ std::vector<std::string> split_fields(const std::string & line) {
 
 }  // namespace
 
-// What is kept of a shape leaves out the NPU on every row: its time (npu_whole), its tries, and a decision to give it
-// every row. Each process tries the whole again and judges it against the split it measures (report_outcome), as a
-// first process does: kept, a shape that once went to every row never measured a split again, and in a chain of
-// processes each reading the last one's state more shapes did (-t 8 on 16 vCPUs, emulated NPU at 1,441 GFLOP/s: the
-// NPU on 0.98, 1.0 and 1.0 of the rows in three such processes, 0.934 of the best fixed share, where processes that
-// started afresh gave it 0.80-0.87 and ran at 0.990).
+// What is kept of a shape is all it learned, as if the process had not ended, but for a decision to give the NPU every
+// row: that shape is written as undecided, and the next process decides it again from its models at its first
+// multiply. Kept, a shape that went to every row once never measured a split again (the chain below); now a shape on
+// every row measures a part again two multiplies after it went there (measured_npu_rows), and the NPU's measured
+// time on every row (npu_whole) and its tries are kept, so that the next process does not try the whole again in its
+// timed prompts. Left out, the whole was tried twice a shape in every process: on the 2-CPU VM at -t 1, emulated NPU
+// at 350 GFLOP/s, three of those multiplies in llama-bench's timed prompts cost 33-36 ms of their 354-372 (Q 6.8 ms
+// on every row against 4.5-5 at its split, gate and up 19.2 against 12-14), and kept runs ran at 0.959-0.962 of
+// share 0.5 over nine passes. The chain that left it out: -t 8 on 16 vCPUs, emulated NPU at 1,441 GFLOP/s, the NPU
+// on 0.98, 1.0 and 1.0 of the rows in three processes each reading the last one's state, 0.934 of the best fixed
+// share, where processes that started afresh gave it 0.80-0.87 and ran at 0.990.
 std::string split_planner::save_state() const {
     std::lock_guard<std::mutex> lock(mtx);
     std::vector<std::string> lines;   // sorted: the same state gives the same text
     char buf[512];
-    const cost_model no_whole;
     for (const auto & [k, st] : shapes) {
         const int64_t cur = st.npu_cur == k.rows ? -1 : st.npu_cur;   // -1: the first multiply decides from the models
         snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
                  k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
-                 (int) k.repacked, k.weights, (long long) st.calls, (long long) cur, (int) st.npu_split, 0LL,
+                 (int) k.repacked, k.weights, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
                  st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
@@ -53,7 +57,7 @@ std::string split_planner::save_state() const {
         snprintf(buf, sizeof(buf), " %lld", (long long) st.hint.part_of);
         out += buf;
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
-                                      &st.cpu_all, &no_whole, &st.cpu_regroup }) {
+                                      &st.cpu_all, &st.npu_whole, &st.cpu_regroup }) {
             out += " | " + m->save();
         }
         lines.push_back(out + "\n");
