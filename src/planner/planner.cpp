@@ -195,6 +195,7 @@ void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t be
         st.margin = std::max(opts.hysteresis, 0.5 * st.margin);
         st.stable = 0;
     }
+    if (cur_valid && st.near_won.on(st.calls)) return;   // measured faster than the share the models chose: held
     if (cur_valid && makespan(st, n, cur, p, p_alone) <= makespan(st, n, best, p, p_alone) * (1.0 + st.margin)) return;
     if (cur_valid && cur != best) {
         st.changes++;
@@ -351,7 +352,67 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
         why = plan_reason::whole_measured_faster;
         return n;
     }
+    if (has_cpu && !has_gpu && r > 0 && r < n && why == plan_reason::auto_split) {
+        return near_npu_rows(st, n, step, r, p, p_alone, why);
+    }
     return r;
+}
+
+// Beside the CPU alone (no GPU worker), a share one block of the NPU's either side of the one auto settled on (r) is
+// measured against it now and then, by the multiplies' own times (report_outcome), and auto moves there where its
+// multiplies took less time by more than `hysteresis` and by more than twice the noise of the two means: near the best
+// split the models' errors of a few percent decide, and only measuring both settles it (-t 8 on 16 vCPUs, the NPU
+// emulated at 1,441 GFLOP/s: auto gave the NPU 1,280 of Q's 2,048 rows, 1,589 us a multiply, where share 0.75's 1,536
+// took 1,466). Not in a shape's first `reprobe_every` multiplies, which find the share at all (and are all a short
+// process has: llama-bench on 4 layers), and only while the settled share's multiplies take longer or shorter than the
+// models predict by more than `hysteresis`: models that predict it right are trusted for its neighbours too.
+// The first try as soon as the settled share has its walls, the side the models rank better first; after a try that
+// lost, the other side, `reprobe_every` multiplies later, then twice as many each time, up to `out_max_every` (a try
+// costs its multiplies at the other share: at -t 8, 350 GFLOP/s, none of nine tries in a process won); after one that
+// won, the same side again once the new share has its walls. A share moved to is held against the models for
+// `out_every` multiplies, twice as long each time, then they decide again.
+int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, double p, double p_alone,
+                                     plan_reason & why) {
+    if (st.near_rows < 0) {
+        if (st.calls <= opts.reprobe_every || st.wall_rows != r || st.wall_split.n < opts.outcome_samples) return r;
+        const double predicted = makespan(st, n, r, p, p_alone);
+        if (!(std::fabs(st.wall_split.mean() / predicted - 1.0) > opts.hysteresis)) return r;
+        if (!backoff_due(st.near_skipped, st.near_gap, opts.reprobe_every, opts.out_max_every, st.near_gap == 0)) {
+            return r;
+        }
+        const int64_t g = st.hint.blocks() ? lcm_of(step, st.hint.block_rows) : step;
+        const int64_t side[2] = { r - g >= g ? r - g : -1, r + g < n ? r + g : -1 };   // not none, nor every row
+        if (st.near_side < 0) {
+            st.near_side = side[0] < 0 ? 1 : side[1] < 0 ? 0 :
+                           makespan(st, n, side[1], p, p_alone) < makespan(st, n, side[0], p, p_alone) ? 1 : 0;
+        }
+        if (side[st.near_side] < 0) st.near_side ^= 1;
+        if (side[st.near_side] < 0) return r;
+        st.near_rows = side[st.near_side];
+        st.wall_near = wall_window();
+        n_near++;
+    }
+    if (st.wall_near.n < opts.near_samples) {
+        why = plan_reason::reprobe;
+        return st.near_rows;
+    }
+    const int64_t near = st.near_rows;
+    st.near_rows = -1;
+    const double gain = st.wall_split.mean() - st.wall_near.mean();
+    if (!(gain > opts.hysteresis * st.wall_near.mean()) ||
+        !(gain * gain > 4.0 * (st.wall_split.mean_var() + st.wall_near.mean_var()))) {
+        st.near_side ^= 1;   // the other side next time
+        return r;
+    }
+    n_near_won++;
+    st.changes++;
+    st.changed_at = st.calls;
+    st.stable     = 0;
+    st.npu_cur    = near;
+    st.near_gap   = 0;   // the same side again, as soon as the new share has its walls
+    st.near_won.start(st.calls, opts.out_every, std::max(opts.out_max_every, opts.out_every));
+    why = plan_reason::neighbour_measured_faster;
+    return near;
 }
 
 int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
@@ -381,6 +442,7 @@ const char * plan_reason_name(plan_reason r) {
         case plan_reason::auto_split:     return "auto";
         case plan_reason::measured_slower: return "auto, kept out: measured slower than without the NPU";
         case plan_reason::whole_measured_faster: return "auto, every row: measured faster than the split";
+        case plan_reason::neighbour_measured_faster: return "auto, moved: measured faster than the share beside it";
         case plan_reason::fixed_share:    return "fixed NPU share";
         case plan_reason::only_worker:    return "only worker";
         case plan_reason::below_gpu_size: return "below the size at which the NPU joins a GPU";
@@ -391,7 +453,8 @@ const char * plan_reason_name(plan_reason r) {
 
 bool plan_reason_is_auto(plan_reason r) {
     return r == plan_reason::probe || r == plan_reason::reprobe || r == plan_reason::auto_split ||
-           r == plan_reason::measured_slower || r == plan_reason::whole_measured_faster;
+           r == plan_reason::measured_slower || r == plan_reason::whole_measured_faster ||
+           r == plan_reason::neighbour_measured_faster;
 }
 
 // The decision line: the rows per worker, why, and each worker's predicted time.
@@ -576,6 +639,10 @@ void split_planner::report_outcome(const shape_key & key, int64_t npu_rows, doub
         st.wall_out.add(seconds);
         return;
     }
+    if (npu_rows == st.near_rows) {   // a share beside the settled one, measured against it (near_npu_rows)
+        st.wall_near.add(seconds);
+        return;
+    }
     if (key.rows > 0 && npu_rows == key.rows) st.wall_whole.add(seconds);
     if (npu_rows != st.npu_cur) return;   // a probe of another size, not the share auto settled on
     if (st.wall_rows != npu_rows) {
@@ -603,7 +670,7 @@ void split_planner::report_outcome(const shape_key & key, int64_t npu_rows, doub
 
 std::string split_planner::summary() const {
     std::lock_guard<std::mutex> lock(mtx);
-    char buf[384];
+    char buf[512];
     int64_t changes = 0;
     for (const auto & s : shapes) changes += s.second.changes;
     if (opts.npu_share >= 0.0) snprintf(buf, sizeof(buf), "planner (fixed NPU share %g): ", opts.npu_share);
@@ -611,9 +678,11 @@ std::string split_planner::summary() const {
     std::string out = buf;
     snprintf(buf, sizeof(buf),
              "%lld multiplies over %zu shapes, %lld share changes, %lld re-probes, %lld size probes, %lld CPU-alone probes, "
-             "%lld shares kept out as measured slower, %lld given every row as measured faster so",
+             "%lld shares kept out as measured slower, %lld given every row as measured faster so, "
+             "%lld shares beside measured (%lld faster)",
              (long long) n_plans, shapes.size(), (long long) changes, (long long) n_reprobes, (long long) n_explores,
-             (long long) n_alone, (long long) n_kept_out, (long long) n_whole_won);
+             (long long) n_alone, (long long) n_kept_out, (long long) n_whole_won,
+             (long long) n_near, (long long) n_near_won);
     out += buf;
     for (int k : { NPU, GPU, CPU }) {
         const totals & t = sums[k];
@@ -651,6 +720,7 @@ std::vector<std::string> split_planner::shape_report() const {
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
         if (st.kept_out.times) l += ", kept out " + std::to_string(st.kept_out.times) + " times as measured slower";
         if (st.whole_won.times) l += ", every row " + std::to_string(st.whole_won.times) + " times as measured faster so";
+        if (st.near_won.times) l += ", moved " + std::to_string(st.near_won.times) + " times to a share measured faster";
         lines.push_back(std::move(l));
     }
     std::sort(lines.begin(), lines.end());

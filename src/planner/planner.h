@@ -30,8 +30,8 @@
 namespace xdna {
 
 // Why a plan gave the NPU what it did (the decision line says it).
-enum class plan_reason { probe, reprobe, auto_split, measured_slower, whole_measured_faster, fixed_share, only_worker,
-                         below_gpu_size, no_npu };
+enum class plan_reason { probe, reprobe, auto_split, measured_slower, whole_measured_faster, neighbour_measured_faster,
+                         fixed_share, only_worker, below_gpu_size, no_npu };
 const char * plan_reason_name(plan_reason r);
 // Whether the auto split chose the NPU's rows for that reason, so that a later multiply of the shape may choose others
 // (not a fixed share, nor a multiply the NPU cannot take part in).
@@ -68,6 +68,7 @@ struct planner_options {
     int     outcome_samples = 8;      // out (over at least this many of them) is kept out for `out_every` multiplies,
     int     out_every = 64;           // then twice as long each time, up to `out_max_every`
     int     out_max_every = 1024;
+    int     near_samples = 4;         // multiplies a neighbouring share is measured for, against the share auto settled on
     // Where decision lines go when they change. Empty: the plugin's debug log (shown with GGML_XDNA_DEBUG=1).
     std::function<void(const std::string &)> log;
 };
@@ -102,7 +103,9 @@ class split_planner {
     // conversion). Auto judges its share by these too, not by its models alone: a share whose multiplies took longer
     // on average than those with the NPU out is kept out for a while (plan_reason::measured_slower), and one whose
     // multiplies took longer than those with the NPU on every row gives the NPU every row for a while
-    // (plan_reason::whole_measured_faster).
+    // (plan_reason::whole_measured_faster). And a share next to the one auto settled on (one block more or fewer for
+    // the NPU) is measured now and then: where its multiplies took less time by more than `hysteresis`, auto moves
+    // there and stays for a while (plan_reason::neighbour_measured_faster), whatever the models say.
     void report_outcome(const shape_key & key, int64_t npu_rows, double seconds);
 
     // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
@@ -134,6 +137,14 @@ class split_planner {
         int     n = 0, head = 0;
         void    add(double s) { t[head] = s; head = (head + 1) % size; n = std::min(n + 1, size); }
         double  mean() const { double m = 0.0; for (int i = 0; i < n; ++i) m += t[i]; return n ? m / n : 0.0; }
+        // the variance of that mean (of the readings' spread, over n)
+        double  mean_var() const {
+            if (n < 2) return 0.0;
+            const double m = mean();
+            double v = 0.0;
+            for (int i = 0; i < n; ++i) v += (t[i] - m) * (t[i] - m);
+            return v / (n - 1) / n;
+        }
     };
     // A while in which the multiplies' own times overrule the models (report_outcome): until `calls` reaches `until`;
     // `gap` multiplies the last time, twice as many each time it starts again; `times` it did.
@@ -194,6 +205,13 @@ class split_planner {
         int64_t       wall_rows   = -1;
         outcome_spell kept_out;                 // the NPU out, measured slower (report_outcome)
         outcome_spell whole_won;                // the NPU on every row, measured faster than the split
+        // A share one block of the NPU's either side of npu_cur, measured against it (near_npu_rows): which (-1: none
+        // now), its walls, the side to try next, the back-off between tries; moved there, it is held for a while.
+        int64_t       near_rows   = -1;
+        wall_window   wall_near;
+        int           near_side   = -1;         // 0: fewer rows, 1: more (-1: the side the models rank better)
+        int64_t       near_skipped = 0, near_gap = 0;
+        outcome_spell near_won;
     };
     struct totals {
         int64_t rows = 0, runs = 0, failures = 0;
@@ -208,6 +226,9 @@ class split_planner {
     int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone,
                           bool part = false) const;
     void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
+    // auto: a neighbouring share measured against the one settled on (report_outcome's walls), and moved to if faster
+    int64_t near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, double p, double p_alone,
+                          plan_reason & why);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                               bool ready, double p, double p_alone, plan_reason & why);
     int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
@@ -228,7 +249,7 @@ class split_planner {
     mutable std::mutex mtx;
     std::unordered_map<shape_key, shape_state, shape_key_hash> shapes;
     totals  sums[3];
-    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0, n_kept_out = 0, n_whole_won = 0;
+    int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0, n_kept_out = 0, n_whole_won = 0, n_near = 0, n_near_won = 0;
 };
 
 }  // namespace xdna

@@ -54,7 +54,9 @@ std::string split_planner::save_state() const {
             snprintf(buf, sizeof(buf), " %lld %.17g", (long long) st.hint.wide_rows[i], st.hint.wide_units[i]);
             out += buf;
         }
-        snprintf(buf, sizeof(buf), " %lld", (long long) st.hint.part_of);
+        // and where the shares beside the settled one stand (near_npu_rows): their back-off and side go on
+        snprintf(buf, sizeof(buf), " %lld %lld %lld %d", (long long) st.hint.part_of, (long long) st.near_skipped,
+                 (long long) st.near_gap, st.near_side);
         out += buf;
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
                                       &st.cpu_all, &st.npu_whole, &st.cpu_regroup }) {
@@ -91,9 +93,12 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&
                       wide[i] >= 0 && std::isfinite(st.hint.wide_units[i]) && st.hint.wide_units[i] >= 0.0;
         }
-        long long part_of = 0;
-        int more = 0;
-        head_ok = head_ok && sscanf(f[0].c_str() + used, " %lld%n", &part_of, &more) == 1 && part_of >= 0;
+        long long part_of = 0, near_skipped = 0, near_gap = 0;
+        int near_side = -1, more = 0;
+        head_ok = head_ok &&
+                  sscanf(f[0].c_str() + used, " %lld %lld %lld %d%n", &part_of, &near_skipped, &near_gap, &near_side,
+                         &more) == 4 &&
+                  part_of >= 0 && near_skipped >= 0 && near_gap >= 0 && near_side >= -1 && near_side <= 1;
         head_ok = head_ok && used + more == (int) f[0].size();
         bool models_ok = head_ok;
         cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
@@ -108,6 +113,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
         for (int i = 0; i < npu_cost_hint::max_wide; ++i) st.hint.wide_rows[i] = wide[i];
         st.hint.part_of = part_of;
+        st.near_skipped = near_skipped; st.near_gap = near_gap; st.near_side = near_side;
         read.emplace_back(k, st);
     }
     std::lock_guard<std::mutex> lock(mtx);

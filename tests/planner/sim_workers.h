@@ -123,6 +123,8 @@ class simulation {
     // for a core): a cost of the split that no worker's own time shows, only the multiply's (report_outcome)
     int64_t stall_every = 0;
     double  stall_s = 0.0;
+    // what a multiply with the NPU on `npu_rows` costs besides its workers' times, which only its own time shows
+    std::function<double(int64_t npu_rows)> wall_extra;
     int64_t splits = 0;
 
     sim_result step() {
@@ -151,6 +153,7 @@ class simulation {
             planner.report_regroup(key, regroup_s * (noise > 0.0 ? u(rng) : 1.0));
             if (stall_every > 0 && ++splits % stall_every == 0) r.makespan += stall_s;
         }
+        if (wall_extra) r.makespan += wall_extra(r.npu_rows);
         planner.report_outcome(key, r.npu_rows, r.makespan * (noise > 0.0 ? u(rng) : 1.0));
         return r;
     }
@@ -160,7 +163,7 @@ class simulation {
         double m = 0.0;
         const bool npu_along = npu_rows_in(ranges) > 0;
         for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, time_of(i, ranges[i].size(), npu_along));
-        return m + (split_beside_cpu(ranges) ? regroup_s : 0.0);
+        return m + (split_beside_cpu(ranges) ? regroup_s : 0.0) + (wall_extra ? wall_extra(npu_rows_in(ranges)) : 0.0);
     }
 
     // the NPU and the CPU both have rows
