@@ -363,18 +363,22 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
 // multiplies took less time by more than `hysteresis` and by more than twice the noise of the two means: near the best
 // split the models' errors of a few percent decide, and only measuring both settles it (-t 8 on 16 vCPUs, the NPU
 // emulated at 1,441 GFLOP/s: auto gave the NPU 1,280 of Q's 2,048 rows, 1,589 us a multiply, where share 0.75's 1,536
-// took 1,466). Not in a shape's first `reprobe_every` multiplies, which find the share at all (and are all a short
-// process has: llama-bench on 4 layers), and only while the settled share's multiplies take longer or shorter than the
+// took 1,466). Not in a shape's first `reprobe_every` multiplies in the process (those find the share at all, and
+// are all a short process has: llama-bench on 4 layers), and only while the settled share's multiplies take longer or shorter than the
 // models predict by more than `hysteresis`: models that predict it right are trusted for its neighbours too.
 // The first try as soon as the settled share has its walls, the side the models rank better first; after a try that
 // lost, the other side, `reprobe_every` multiplies later, then twice as many each time, up to `out_max_every` (a try
 // costs its multiplies at the other share: at -t 8, 350 GFLOP/s, none of nine tries in a process won); after one that
 // won, the same side again once the new share has its walls. A share moved to is held against the models for
-// `out_every` multiplies, twice as long each time, then they decide again.
+// `out_every` multiplies, twice as long each time, then they decide again. Each process tries afresh (none of this is
+// kept in the state file): kept, tries went on in every process's timed prompts, and a move won in one process's
+// slow spell was carried into the next (-t 8, 350 GFLOP/s: the NPU on 0.311, 0.338 and 0.349 of the rows in three
+// processes each reading the last one's state, 0.965 of share 0.25; on the 2-CPU VM at -t 1 kept runs fell from
+// 1.049 and 1.083 of the best share to 0.980 and 1.014).
 int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, double p, double p_alone,
                                      plan_reason & why) {
     if (st.near_rows < 0) {
-        if (st.calls <= opts.reprobe_every || st.wall_rows != r || st.wall_split.n < opts.outcome_samples) return r;
+        if (st.calls_here <= opts.reprobe_every || st.wall_rows != r || st.wall_split.n < opts.outcome_samples) return r;
         const double predicted = makespan(st, n, r, p, p_alone);
         if (!(std::fabs(st.wall_split.mean() / predicted - 1.0) > opts.hysteresis)) return r;
         if (!backoff_due(st.near_skipped, st.near_gap, opts.reprobe_every, opts.out_max_every, st.near_gap == 0)) {
@@ -509,6 +513,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
         n_plans++;
         shape_state & st = shapes[key];
         st.calls++;
+        st.calls_here++;
 
         if (has[NPU]) {
             const npu_cost_hint & h = workers[idx[NPU]].cost;

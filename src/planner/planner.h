@@ -183,6 +183,7 @@ class split_planner {
         int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a report teaches
         npu_cost_hint hint;                 // the NPU's, as last given
         int64_t       calls       = 0;
+        int64_t       calls_here  = 0;      // of them in this process (not kept in the state file)
         int64_t       npu_cur     = -1;     // NPU rows auto settled on (-1: none yet)
         int64_t       gpu_cur     = -1;     // GPU rows chosen last, for the rows left to GPU + CPU below
         int64_t       gpu_left    = -1;
@@ -207,6 +208,7 @@ class split_planner {
         outcome_spell whole_won;                // the NPU on every row, measured faster than the split
         // A share one block of the NPU's either side of npu_cur, measured against it (near_npu_rows): which (-1: none
         // now), its walls, the side to try next, the back-off between tries; moved there, it is held for a while.
+        // Within a process: none of it is kept in the state file.
         int64_t       near_rows   = -1;
         wall_window   wall_near;
         int           near_side   = -1;         // 0: fewer rows, 1: more (-1: the side the models rank better)

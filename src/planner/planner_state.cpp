@@ -27,23 +27,25 @@ std::vector<std::string> split_fields(const std::string & line) {
 
 }  // namespace
 
-// What is kept of a shape is all it learned, as if the process had not ended, but for a decision to give the NPU every
-// row: that shape is written as undecided, and the next process decides it again from its models at its first
-// multiply. Kept, a shape that went to every row once never measured a split again (the chain below); now a shape on
-// every row measures a part again two multiplies after it went there (measured_npu_rows), and the NPU's measured
-// time on every row (npu_whole) and its tries are kept, so that the next process does not try the whole again in its
-// timed prompts. Left out, the whole was tried twice a shape in every process: on the 2-CPU VM at -t 1, emulated NPU
-// at 350 GFLOP/s, three of those multiplies in llama-bench's timed prompts cost 33-36 ms of their 354-372 (Q 6.8 ms
-// on every row against 4.5-5 at its split, gate and up 19.2 against 12-14), and kept runs ran at 0.959-0.962 of
-// share 0.5 over nine passes. The chain that left it out: -t 8 on 16 vCPUs, emulated NPU at 1,441 GFLOP/s, the NPU
-// on 0.98, 1.0 and 1.0 of the rows in three processes each reading the last one's state, 0.934 of the best fixed
-// share, where processes that started afresh gave it 0.80-0.87 and ran at 0.990.
+// What is kept of a shape is all it learned, as if the process had not ended, but for a decision to give the NPU
+// every row or to hold a share that its neighbour's times won (near_npu_rows, whose tries are not kept either): that
+// shape is written as undecided, and the next process decides it again from its models at its first multiply. Kept,
+// a shape that went to every row once never measured a split again (the chain below); now a shape on every row
+// measures a part again two multiplies after it went there (measured_npu_rows), and the NPU's measured time on every
+// row (npu_whole) and its tries are kept, so that the next process does not try the whole again in its timed
+// prompts. Left out, the whole was tried twice a shape in every process: on the 2-CPU VM at -t 1, emulated NPU at 350
+// GFLOP/s, three of those multiplies in llama-bench's timed prompts cost 33-36 ms of their 354-372 (Q 6.8 ms on every
+// row against 4.5-5 at its split, gate and up 19.2 against 12-14), and kept runs ran at 0.959-0.962 of share 0.5 over
+// nine passes. The chain that left it out: -t 8 on 16 vCPUs, emulated NPU at 1,441 GFLOP/s, the NPU on 0.98, 1.0 and
+// 1.0 of the rows in three processes each reading the last one's state, 0.934 of the best fixed share, where
+// processes that started afresh gave it 0.80-0.87 and ran at 0.990.
 std::string split_planner::save_state() const {
     std::lock_guard<std::mutex> lock(mtx);
     std::vector<std::string> lines;   // sorted: the same state gives the same text
     char buf[512];
     for (const auto & [k, st] : shapes) {
-        const int64_t cur = st.npu_cur == k.rows ? -1 : st.npu_cur;   // -1: the first multiply decides from the models
+        // -1: the first multiply decides from the models (every row, or a share moved to by near_npu_rows' times)
+        const int64_t cur = st.npu_cur == k.rows || st.near_won.on(st.calls) ? -1 : st.npu_cur;
         snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
                  k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
                  (int) k.repacked, k.weights, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
@@ -54,9 +56,7 @@ std::string split_planner::save_state() const {
             snprintf(buf, sizeof(buf), " %lld %.17g", (long long) st.hint.wide_rows[i], st.hint.wide_units[i]);
             out += buf;
         }
-        // and where the shares beside the settled one stand (near_npu_rows): their back-off and side go on
-        snprintf(buf, sizeof(buf), " %lld %lld %lld %d", (long long) st.hint.part_of, (long long) st.near_skipped,
-                 (long long) st.near_gap, st.near_side);
+        snprintf(buf, sizeof(buf), " %lld", (long long) st.hint.part_of);
         out += buf;
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
                                       &st.cpu_all, &st.npu_whole, &st.cpu_regroup }) {
@@ -93,12 +93,9 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&
                       wide[i] >= 0 && std::isfinite(st.hint.wide_units[i]) && st.hint.wide_units[i] >= 0.0;
         }
-        long long part_of = 0, near_skipped = 0, near_gap = 0;
-        int near_side = -1, more = 0;
-        head_ok = head_ok &&
-                  sscanf(f[0].c_str() + used, " %lld %lld %lld %d%n", &part_of, &near_skipped, &near_gap, &near_side,
-                         &more) == 4 &&
-                  part_of >= 0 && near_skipped >= 0 && near_gap >= 0 && near_side >= -1 && near_side <= 1;
+        long long part_of = 0;
+        int more = 0;
+        head_ok = head_ok && sscanf(f[0].c_str() + used, " %lld%n", &part_of, &more) == 1 && part_of >= 0;
         head_ok = head_ok && used + more == (int) f[0].size();
         bool models_ok = head_ok;
         cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
@@ -113,7 +110,6 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
         for (int i = 0; i < npu_cost_hint::max_wide; ++i) st.hint.wide_rows[i] = wide[i];
         st.hint.part_of = part_of;
-        st.near_skipped = near_skipped; st.near_gap = near_gap; st.near_side = near_side;
         read.emplace_back(k, st);
     }
     std::lock_guard<std::mutex> lock(mtx);
