@@ -364,8 +364,9 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
 // split the models' errors of a few percent decide, and only measuring both settles it (-t 8 on 16 vCPUs, the NPU
 // emulated at 1,441 GFLOP/s: auto gave the NPU 1,280 of Q's 2,048 rows, 1,589 us a multiply, where share 0.75's 1,536
 // took 1,466). Not in a shape's first `reprobe_every` multiplies in the process (those find the share at all, and
-// are all a short process has: llama-bench on 4 layers), and only while the settled share's multiplies take longer or shorter than the
-// models predict by more than `hysteresis`: models that predict it right are trusted for its neighbours too.
+// are all a short process has: llama-bench on 4 layers), and only while the settled share's multiplies take longer
+// or shorter than the models predict by more than `hysteresis`: models that predict it right are trusted for its
+// neighbours too.
 // The first try as soon as the settled share has its walls, the side the models rank better first; after a try that
 // lost, the other side, `reprobe_every` multiplies later, then twice as many each time, up to `out_max_every` (a try
 // costs its multiplies at the other share: at -t 8, 350 GFLOP/s, none of nine tries in a process won); after one that
@@ -395,6 +396,10 @@ int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, 
         st.near_rows = side[st.near_side];
         st.wall_near = wall_window();
         n_near++;
+    }
+    if (st.wall_rows != r) {   // the settled share moved during the try: it is no longer beside it
+        st.near_rows = -1;
+        return r;
     }
     if (st.wall_near.n < opts.near_samples) {
         why = plan_reason::reprobe;
