@@ -478,6 +478,10 @@ TEST(npu_engine, a_weight_the_auto_split_kept_from_the_npu_is_converted_for_it_u
                 ASSERT_EQ(engine.compute(a.y), GGML_STATUS_SUCCESS);
             }
             for (int i = 0; i < 3; ++i) planner.report(key, xdna::worker_kind::npu, 256, 1.0, true, 0.5);
+            // and a fast CPU, in readings that agree: the probes' own CPU readings can differ by 2x (the first one
+            // slow, under TSan or on a loaded machine), and a reading under half of the CPU's model makes the planner
+            // probe the dropped NPU again at once (cost_model::doubted), which gave the NPU a block of B's rows
+            for (int i = 0; i < 3; ++i) planner.report(key, xdna::worker_kind::cpu, 256, 1e-7, true, 0.0);
         }
         const std::string before = engine.summary();
         ASSERT_FALSE(ws.npu->cache().cached(b.w, 0, fmt, ld));
