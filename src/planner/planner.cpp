@@ -365,8 +365,11 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
 // emulated at 1,441 GFLOP/s: auto gave the NPU 1,280 of Q's 2,048 rows, 1,589 us a multiply, where share 0.75's 1,536
 // took 1,466). Not in a shape's first `reprobe_every` multiplies in the process (those find the share at all, and
 // are all a short process has: llama-bench on 4 layers), and only while the settled share's multiplies take longer
-// or shorter than the models predict by more than `hysteresis`: models that predict it right are trusted for its
-// neighbours too.
+// or shorter than the models predict by more than `hysteresis` (`error`): models that predict it right are trusted
+// for its neighbours too. A side they predict slower than the settled share by more than that error and `hysteresis`
+// is not tried: near the best split the two are close, and a try far off costs its multiplies for nothing (the same:
+// the NPU on 512 of 1,024 rows, 2,400 us a multiply against 1,750 at 768, tried twice in each process in each of
+// three shapes, where the models put it 2x slower).
 // The first try as soon as the settled share has its walls, the side the models rank better first; after a try that
 // lost, the other side, `reprobe_every` multiplies later, then twice as many each time, up to `out_max_every` (a try
 // costs its multiplies at the other share: at -t 8, 350 GFLOP/s, none of nine tries in a process won); after one that
@@ -381,12 +384,16 @@ int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, 
     if (st.near_rows < 0) {
         if (st.calls_here <= opts.reprobe_every || st.wall_rows != r || st.wall_split.n < opts.outcome_samples) return r;
         const double predicted = makespan(st, n, r, p, p_alone);
-        if (!(std::fabs(st.wall_split.mean() / predicted - 1.0) > opts.hysteresis)) return r;
+        const double error = std::fabs(st.wall_split.mean() / predicted - 1.0);
+        if (!(error > opts.hysteresis)) return r;
         if (!backoff_due(st.near_skipped, st.near_gap, opts.reprobe_every, opts.out_max_every, st.near_gap == 0)) {
             return r;
         }
         const int64_t g = st.hint.blocks() ? lcm_of(step, st.hint.block_rows) : step;
-        const int64_t side[2] = { r - g >= g ? r - g : -1, r + g < n ? r + g : -1 };   // not none, nor every row
+        int64_t side[2] = { r - g >= g ? r - g : -1, r + g < n ? r + g : -1 };   // not none, nor every row
+        for (int64_t & s : side) {   // nor one the models put further off than they can be wrong by
+            if (s > 0 && !(makespan(st, n, s, p, p_alone) < predicted * (1.0 + error + opts.hysteresis))) s = -1;
+        }
         if (st.near_side < 0) {
             st.near_side = side[0] < 0 ? 1 : side[1] < 0 ? 0 :
                            makespan(st, n, side[1], p, p_alone) < makespan(st, n, side[0], p, p_alone) ? 1 : 0;
