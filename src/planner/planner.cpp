@@ -391,13 +391,12 @@ int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, 
         }
         const int64_t g = st.hint.blocks() ? lcm_of(step, st.hint.block_rows) : step;
         int64_t side[2] = { r - g >= g ? r - g : -1, r + g < n ? r + g : -1 };   // not none, nor every row
-        for (int64_t & s : side) {   // nor one the models put further off than they can be wrong by
-            if (s > 0 && !(makespan(st, n, s, p, p_alone) < predicted * (1.0 + error + opts.hysteresis))) s = -1;
+        double  side_s[2] = { 0.0, 0.0 };
+        for (int i = 0; i < 2; ++i) {   // nor one the models put further off than they can be wrong by
+            if (side[i] > 0) side_s[i] = makespan(st, n, side[i], p, p_alone);
+            if (side[i] > 0 && !(side_s[i] < predicted * (1.0 + error + opts.hysteresis))) side[i] = -1;
         }
-        if (st.near_side < 0) {
-            st.near_side = side[0] < 0 ? 1 : side[1] < 0 ? 0 :
-                           makespan(st, n, side[1], p, p_alone) < makespan(st, n, side[0], p, p_alone) ? 1 : 0;
-        }
+        if (st.near_side < 0) st.near_side = side[0] < 0 ? 1 : side[1] < 0 ? 0 : side_s[1] < side_s[0] ? 1 : 0;
         if (side[st.near_side] < 0) st.near_side ^= 1;
         if (side[st.near_side] < 0) return r;
         st.near_rows = side[st.near_side];

@@ -667,15 +667,7 @@ TEST(planner_sim, a_share_beside_the_settled_one_measured_faster_is_moved_to) {
         const double at_best = sim.makespan({ { 0, 2048 }, { 2048, 3072 } });
         if (hidden) sim.wall_extra = [at_best](int64_t npu_rows) { return npu_rows == 2048 ? 0.2 * at_best : 0.0; };
         const double moved = sim.makespan({ { 0, 1536 }, { 1536, 3072 } }), settled = sim.makespan({ { 0, 2048 }, { 2048, 3072 } });
-        double sum = 0.0;
-        int64_t at_moved = 0;
-        for (int i = 0; i < 1000; ++i) {
-            const sim_result r = sim.step();
-            if (i < 100) continue;
-            sum += r.makespan;
-            at_moved += r.npu_rows == 1536;
-        }
-        const double mean = sum / 900;
+        const auto [mean, at_moved] = settled_run(sim, 1536);
         printf("[figures] %s: calls 101-1000 at %.3f x the settled share's own time (the share beside it %.3f x), the"
                " NPU on 1,536 rows in %lld of them\n", hidden ? "20% hidden at 2,048 rows" : "nothing hidden",
                mean / settled, moved / settled, (long long) at_moved);
@@ -699,11 +691,7 @@ TEST(planner_sim, a_share_beside_the_settled_one_the_models_put_far_off_is_not_t
         simulation sim(auto_opts(), { sim_npu(3.0, true, true), sim_cpu() }, 3072, 0.02, 7);
         const double settled = sim.makespan({ { 0, 2560 }, { 2560, 3072 } });
         sim.wall_extra = [settled, hidden](int64_t npu_rows) { return npu_rows == 2560 ? hidden * settled : 0.0; };
-        int64_t at_side = 0;
-        for (int i = 0; i < 1000; ++i) {
-            const sim_result r = sim.step();
-            if (i >= 100) at_side += r.npu_rows == 2048;
-        }
+        const int64_t at_side = settled_run(sim, 2048).second;
         printf("[figures] %.0f%% hidden at 2,560 rows: the NPU on 2,048 rows in %lld of calls 101-1000\n", 100 * hidden,
                (long long) at_side);
         if (hidden < 0.1) EXPECT_EQ(at_side, 0) << "a share the models put 15% slower was tried";
