@@ -24,6 +24,7 @@ void compute_engine::account(worker_kind kind, int64_t rows, const work_result &
     if (r.team_results >= 0) {
         t.driven++;
         t.team_results += r.team_results;
+        t.team_seconds += r.team_seconds;
     }
     if (r.ok()) t.rows += rows; else t.failures++;
 }
@@ -42,8 +43,9 @@ std::string compute_engine::summary() const {
             out += buf;
         }
         if (t.driven) {
-            snprintf(buf, sizeof(buf), " (driven by the CPU's team in %lld runs, %lld results taken between its slices)",
-                     (long long) t.driven, (long long) t.team_results);
+            snprintf(buf, sizeof(buf),
+                     " (driven by the CPU's team in %lld runs, %lld results taken between its slices in %.3f s)",
+                     (long long) t.driven, (long long) t.team_results, t.team_seconds);
             out += buf;
         }
         if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
@@ -78,7 +80,7 @@ void compute_engine::participants(multiply & m, bool auto_split, std::vector<wor
         pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu.cost : npu_cost_hint{}, !npu || m.npu.weights_ready });
     }
     ws.push_back(&cpu);
-    pw.push_back({ worker_kind::cpu, cpu.row_align(m) });
+    pw.push_back({ worker_kind::cpu, cpu.row_align(m), npu_cost_hint{}, true, cpu.team_drives() });
 }
 
 // The NPU's rows of the multiply (the last range is the CPU's).

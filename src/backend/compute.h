@@ -33,6 +33,7 @@ class compute_engine {
         double  seconds = 0.0;
         double  busy    = 0.0;   // its device busy meanwhile (the NPU's runs), when the worker can tell
         int64_t driven = 0, team_results = 0;   // runs the CPU worker's team drove, and results it took meanwhile
+        double  team_seconds = 0.0;             // the team's time on those results (out of the CPU's own)
     };
     void account(worker_kind kind, int64_t rows, const work_result & r);
     void participants(multiply & m, bool auto_split, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;

@@ -124,6 +124,18 @@ class cost_model {
     // whether `a` is to be learned and has not been yet: the planner then measures another size now and then
     bool    needs_spread() const { return learn_a && !has_learned_a; }
 
+    // What the measurements in the window take beyond `per_x` seconds a unit: the centre of t - per_x * x (as for
+    // the intercept, the mean of the middle half); 0 with none.
+    double excess_over(double per_x) const {
+        if (n == 0) return 0.0;
+        double buf[window] = {};
+        for (int i = 0; i < n; ++i) {
+            const int j = (head - n + i + window) % window;
+            buf[i] = ts[j] - per_x * xs[j];
+        }
+        return centre(buf, n);
+    }
+
     // Predicted seconds for `x` units; no work costs nothing (the worker is not started).
     double predict(double x) const { return x > 0.0 ? a + b * x : 0.0; }
 

@@ -146,15 +146,46 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
     return rate > 0.0 ? 1.0 / rate : -1.0;
 }
 
-double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const {
+// The others beside the NPU. Where the CPU's team drives the NPU, its rows are cut into slices with the NPU's host
+// work between them (plan_worker::sliced), and where the CPU next to the NPU is then clearly slower than alone
+// (cpu_model tells the two apart) the difference is a fixed cost per multiply, not a cost per row: the slices' ends
+// cost the same whatever the rows.
+// Measured at -t 16 of 16 cores, the NPU emulated at 1,441 GFLOP/s, fixed shares: K and V (1,024 rows, a pair) took
+// 0.79 ms on 256 rows and 1.28 on 512, 0.31 ms + the CPU alone's 1.9 us a row; O (K = 2,048) 0.79 and 1.18, down
+// (K = 3,072) 1.13 and 1.69, 0.2-0.4 ms over the CPU alone's line. Taken as a cost per row (3.1 us at 256 rows), it put
+// 512 rows at 1.59 ms and kept the CPU's part short: auto gave the NPU 0.54-0.63 of the rows, 0.943 of share 0.5 (five
+// passes). So the readings' excess over the CPU alone's time for their rows is the fixed part, and the rows cost what
+// the CPU alone's do. Not where the CPU next to the NPU is the faster (the CPU alone measured slow), nor next to a
+// GPU, nor before the CPU has been measured next to the NPU at all (a seed from the other shapes); nor where the NPU
+// worker's own thread drives the NPU: there it competes with the CPU's threads for as long as both compute, a cost
+// that grows with the rows (-t 8 of 16 cores, 350 GFLOP/s, the CPU beside the NPU 7-17% slower a row: with that
+// taken as fixed too, share 0.25's multiplies took 0.979 of auto's time, 1.052 before; two passes and five).
+split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool has_gpu, bool has_cpu) const {
+    rest_cost c;
+    c.per_row = rest_sec_per_row(st, has_gpu, has_cpu, true);
+    const cost_model & along = st.model[CPU], & alone = st.cpu_alone;
+    if (!st.cpu_sliced || has_gpu || !has_cpu || !c.known() || &cpu_model(st, false, true) != &along ||
+        along.samples() == 0 || !(along.slope() > alone.slope())) {
+        return c;
+    }
+    const double fixed = along.excess_over(alone.slope());
+    if (fixed > 0.0) {
+        c.fixed   = fixed;
+        c.per_row = alone.slope();
+    }
+    return c;
+}
+
+double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, const rest_cost & p,
+                               double p_alone) const {
     if (r == n && st.npu_whole.known()) return st.npu_whole.slope();
     if (r == 0) return (double) n * p_alone;
     const double regroup = r < n && st.cpu_regroup.known() ? st.cpu_regroup.slope() : 0.0;
-    return std::max(npu_time(st, r), (double) (n - r) * p) + regroup;
+    return std::max(npu_time(st, r), p.time(n - r)) + regroup;
 }
 
-int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone,
-                                     bool part) const {
+int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, const rest_cost & p,
+                                     double p_alone, bool part) const {
     // Candidates are whole steps, and every row. The NPU's predicted time grows with its rows and the others' time
     // shrinks, so the best candidate is where the two cross: found by bisection in O(log(n / step)).
     const int64_t n_cand = (n + step - 1) / step;   // candidate k gives min(k * step, n) rows
@@ -163,7 +194,7 @@ int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t 
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
         const int64_t r = rows_of(mid);
-        if (npu_time(st, r) >= (double) (n - r) * p) hi = mid; else lo = mid + 1;
+        if (npu_time(st, r) >= p.time(n - r)) hi = mid; else lo = mid + 1;
     }
     // the crossing's two neighbours, every row (the NPU whole may be faster than its model of a part), and no NPU at
     // all (the others then run alone); of a part only, the neighbours short of every row
@@ -183,7 +214,8 @@ int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t 
     return part && best == n ? rows_of(last) : best;
 }
 
-void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone) {
+void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t best, const rest_cost & p,
+                           double p_alone) {
     // Hysteresis: a new share only when it is predicted to save more than `margin`. Changes in quick succession
     // (within `margin_decay` multiplies, once the models rest on a full window of measurements) mean that the
     // candidates are within the noise of each other: the margin then doubles, up to `max_margin`, and halves again
@@ -210,7 +242,8 @@ void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t be
 }
 
 int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                         bool has_cpu, bool ready, double p, double p_alone, plan_reason & why) {
+                                         bool has_cpu, bool ready, const rest_cost & p, double p_alone,
+                                         plan_reason & why) {
     const int64_t r = st.npu_cur;
     const cost_model & npu = st.model[NPU];
     if (npu.samples() < 2 && r < probe) {
@@ -322,7 +355,8 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
 // all in the first). The CPU alone is predicted at its faster model, alone or next to the NPU (the NPU's host thread
 // only slows the CPU): a model of the CPU alone measured slow at the start, which the measurement is there to
 // correct, does not put it off when the CPU next to the NPU has since been measured fast.
-int64_t split_planner::alone_every_for(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const {
+int64_t split_planner::alone_every_for(const shape_state & st, int64_t n, int64_t r, const rest_cost & p,
+                                       double p_alone) const {
     const cost_model & along = st.model[CPU];
     const double row_s = along.known() && along.slope() < p_alone ? along.slope() : p_alone;
     const double split = makespan(st, n, r, p, p_alone), extra = (double) n * row_s / split - 1.0;
@@ -333,9 +367,9 @@ int64_t split_planner::alone_every_for(const shape_state & st, int64_t n, int64_
 
 int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
                                      bool has_cpu, bool ready, plan_reason & why) {
-    const double p = rest_sec_per_row(st, has_gpu, has_cpu, true);         // the others, next to the NPU
+    const rest_cost p = rest_beside(st, has_gpu, has_cpu);                 // the others, next to the NPU
     const double p_alone = rest_sec_per_row(st, has_gpu, has_cpu, false);   // and without it
-    if (!st.model[NPU].known() || p <= 0.0 || p_alone <= 0.0) {
+    if (!st.model[NPU].known() || !p.known() || p_alone <= 0.0) {
         why = plan_reason::probe;   // nothing to predict with yet: one block, measured side by side with the others
         return probe;
     }
@@ -379,8 +413,8 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
 // slow spell was carried into the next (-t 8, 350 GFLOP/s: the NPU on 0.311, 0.338 and 0.349 of the rows in three
 // processes each reading the last one's state, 0.965 of share 0.25; on the 2-CPU VM at -t 1 kept runs fell from
 // 1.049 and 1.083 of the best share to 0.980 and 1.014).
-int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, double p, double p_alone,
-                                     plan_reason & why) {
+int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, const rest_cost & p,
+                                     double p_alone, plan_reason & why) {
     if (st.near_rows < 0) {
         if (st.calls_here <= opts.reprobe_every || st.wall_rows != r || st.wall_split.n < opts.outcome_samples) return r;
         const double predicted = makespan(st, n, r, p, p_alone);
@@ -539,6 +573,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
             // while the shape is young, from what the others have learned by now (the first layer's shapes are all
             // new before any of them has measured much)
             if (!st.seed_done && opts.npu_share < 0.0) seed_from_others(key, st);
+            st.cpu_sliced = has[CPU] && workers[idx[CPU]].sliced;
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {
                 rows[NPU] = n_rows;

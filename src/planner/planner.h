@@ -43,6 +43,8 @@ struct plan_worker {
     int64_t       align = 1;   // row alignment it needs for this multiply
     npu_cost_hint cost  = {};  // NPU only, optional (from m.npu.cost)
     bool          ready = true;  // NPU only: its weights are converted already (m.npu.weights_ready)
+    bool          sliced = false;  // CPU only: its rows are cut into slices with the NPU's host work between them (the
+                                   // CPU worker's team drives the NPU): beside the NPU it costs more per multiply
 };
 
 struct planner_options {
@@ -169,6 +171,7 @@ class split_planner {
         // Both are used only once they differ by more than `cpu_interference` (real interference is 1.5x and more);
         // otherwise every CPU measurement together, so that noise in the few alone measurements decides nothing.
         cost_model    cpu_alone, cpu_all;
+        bool          cpu_sliced = false;   // the CPU's rows beside the NPU are cut into slices (plan_worker::sliced)
         // The NPU computing every row, apart: the CPU's threads, with no rows of their own, then do its host work
         // (convert its activations, take half of its results), so it is faster than its model of a part of the rows
         // says (measured, -t 8, emulated NPU at 3,140 GFLOP/s: share 1 at 1,122 prompt tokens/s against auto at
@@ -220,22 +223,31 @@ class split_planner {
         double  seconds = 0.0, flops = 0.0;
     };
 
+    // What the workers beside the NPU (the CPU, or the CPU and a GPU) take for the rows it leaves them: a fixed part
+    // per multiply and a time per row (rest_beside)
+    struct rest_cost {
+        double fixed = 0.0, per_row = -1.0;
+        bool   known() const { return per_row > 0.0; }
+        double time(int64_t rows) const { return rows > 0 ? fixed + (double) rows * per_row : 0.0; }
+    };
+
     // auto: the decision (best_npu_rows, then settle's hysteresis), unless a probe must measure something first
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                           bool ready, plan_reason & why);
-    double  makespan(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
+    double  makespan(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;
     // the best NPU rows by the models; `part`: the best short of every row (and of none)
-    int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, double p, double p_alone,
+    int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, const rest_cost & p, double p_alone,
                           bool part = false) const;
-    void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, double p, double p_alone);
+    void    settle(shape_state & st, int64_t n, int64_t step, int64_t best, const rest_cost & p, double p_alone);
     // auto: a neighbouring share measured against the one settled on (report_outcome's walls), and moved to if faster
-    int64_t near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, double p, double p_alone,
+    int64_t near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, const rest_cost & p, double p_alone,
                           plan_reason & why);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                              bool ready, double p, double p_alone, plan_reason & why);
-    int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, double p, double p_alone) const;
+                              bool ready, const rest_cost & p, double p_alone, plan_reason & why);
+    int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
+    rest_cost rest_beside(const shape_state & st, bool has_gpu, bool has_cpu) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
     const cost_model & cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const;
     // A young shape starts from what the other shapes learned of the machine, scaled to its size: the CPU's time

@@ -45,6 +45,11 @@ class ParseLine(unittest.TestCase):
                           "team in 40 runs, 95 results taken between its slices) | cpu: 1024 rows, 0.1 s")
         self.assertAlmostEqual(r.workers["npu"].busy_seconds, 0.14)
         self.assertEqual(r.workers["npu"].rows, 4096)
+        # with the team's time on those results (the plugin's report since it gives it)
+        r = wr.parse_line("ggml-xdna: 50 multiplies; npu: 4096 rows, 0.200 s (device busy 70%) (driven by the CPU's "
+                          "team in 40 runs, 95 results taken between its slices in 0.047 s) | cpu: 1024 rows, 0.1 s")
+        self.assertAlmostEqual(r.workers["npu"].busy_seconds, 0.14)
+        self.assertEqual(r.workers["cpu"].rows, 1024)
 
     def test_no_rows(self):
         r = wr.parse_line("ggml-xdna: 3 multiplies; no rows")

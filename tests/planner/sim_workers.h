@@ -32,6 +32,8 @@ struct sim_worker {
     double  hint_error = 1.0;    // how far that guess is off (the planner must correct it by measurement)
     bool    units_hint = false;  // the NPU tells the planner its blocks only, no times
     double  next_to_npu = 1.0;   // time multiplier while the NPU takes rows too (its host thread takes CPU time)
+    double  fixed_next_to_npu = 0.0;   // seconds more per multiply while the NPU takes rows too (slices of its rows)
+    bool    sliced = false;      // CPU: its rows are cut into slices beside the NPU (plan_worker::sliced)
     bool    reports_fixed = false;   // the worker measures its fixed part apart (work_result::fixed_seconds)
     double  whole = 1.0;         // NPU: time multiplier when it takes every row (the CPU's threads then help it)
 
@@ -41,7 +43,9 @@ struct sim_worker {
     }
     double time(int64_t rows, bool npu_along = false) const {
         if (rows <= 0) return 0.0;
-        if (npu_along && next_to_npu != 1.0) return next_to_npu * time(rows);
+        if (npu_along && (next_to_npu != 1.0 || fixed_next_to_npu > 0.0)) {
+            return next_to_npu * time(rows) + fixed_next_to_npu;
+        }
         if (block_rows > 0) return fixed_s + blocks().units(rows) * launch_s;
         return fixed_s + (double) rows * row_s;
     }
@@ -54,6 +58,7 @@ struct sim_worker {
     }
     plan_worker plan_view() const {
         plan_worker p{ kind, align };
+        p.sliced = sliced;
         if ((hint || units_hint) && block_rows > 0) p.cost = blocks();
         if (hint && block_rows > 0) {
             p.cost.fixed_s  = fixed_s * hint_error;

@@ -139,3 +139,14 @@ TEST(cost_model, same_measurements_give_the_same_model) {
         ASSERT_EQ(a.intercept(), b.intercept());
     }
 }
+
+TEST(cost_model, the_excess_over_a_rate_is_the_centre_of_what_each_reading_takes_beyond_it) {
+    // 0.3 ms + 2 us a row, measured at 256 and 512 rows, one reading 10x slow: beyond 2 us a row, 0.3 ms
+    cost_model m;
+    EXPECT_EQ(m.excess_over(2e-6), 0.0);
+    for (int i = 0; i < 8; ++i) m.add(i % 2 ? 256 : 512, 3e-4 + 2e-6 * (i % 2 ? 256 : 512));
+    m.add(256, 10 * (3e-4 + 2e-6 * 256));
+    EXPECT_NEAR(m.excess_over(2e-6), 3e-4, 1e-9);
+    // taken as a rate alone (no intercept is learned), the same readings put 512 rows at 2x 256's
+    EXPECT_NEAR(m.predict(512) / m.predict(256), 2.0, 1e-9);
+}

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 _LINE_RE = re.compile(r"^ggml-xdna: (\d+) multiplies"
                       r"(?: in ([0-9.eE+-]+) s \(([0-9.eE+-]+) s of it where a weight was converted for a device\))?; (.*)$")
 _PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \(device busy (\d+)%\))?"
-                      r"(?: \(driven by the CPU's team in \d+ runs, \d+ results taken between its slices\))?"
+                      r"(?: \(driven by the CPU's team in \d+ runs, \d+ results taken between its slices"
+                      r"(?: in [0-9.eE+-]+ s)?\))?"
                       r"(?: \((\d+) runs? failed[^)]*\))?$")
 
 
