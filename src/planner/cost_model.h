@@ -129,10 +129,7 @@ class cost_model {
     double excess_over(double per_x) const {
         if (n == 0) return 0.0;
         double buf[window] = {};
-        for (int i = 0; i < n; ++i) {
-            const int j = (head - n + i + window) % window;
-            buf[i] = ts[j] - per_x * xs[j];
-        }
+        for (int i = 0; i < n; ++i) buf[i] = ts[i] - per_x * xs[i];   // the window's readings, in any order
         return centre(buf, n);
     }
 

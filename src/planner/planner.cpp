@@ -160,11 +160,12 @@ double split_planner::rest_sec_per_row(const shape_state & st, bool has_gpu, boo
 // worker's own thread drives the NPU: there it competes with the CPU's threads for as long as both compute, a cost
 // that grows with the rows (-t 8 of 16 cores, 350 GFLOP/s, the CPU beside the NPU 7-17% slower a row: with that
 // taken as fixed too, share 0.25's multiplies took 0.979 of auto's time, 1.052 before; two passes and five).
-split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool has_gpu, bool has_cpu) const {
+split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool has_gpu, bool has_cpu,
+                                                    bool cpu_sliced) const {
     rest_cost c;
     c.per_row = rest_sec_per_row(st, has_gpu, has_cpu, true);
     const cost_model & along = st.model[CPU], & alone = st.cpu_alone;
-    if (!st.cpu_sliced || has_gpu || !has_cpu || !c.known() || &cpu_model(st, false, true) != &along ||
+    if (!cpu_sliced || has_gpu || !has_cpu || !c.known() || &cpu_model(st, false, true) != &along ||
         along.samples() == 0 || !(along.slope() > alone.slope())) {
         return c;
     }
@@ -366,8 +367,8 @@ int64_t split_planner::alone_every_for(const shape_state & st, int64_t n, int64_
 }
 
 int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                     bool has_cpu, bool ready, plan_reason & why) {
-    const rest_cost p = rest_beside(st, has_gpu, has_cpu);                 // the others, next to the NPU
+                                     bool has_cpu, bool cpu_sliced, bool ready, plan_reason & why) {
+    const rest_cost p = rest_beside(st, has_gpu, has_cpu, cpu_sliced);     // the others, next to the NPU
     const double p_alone = rest_sec_per_row(st, has_gpu, has_cpu, false);   // and without it
     if (!st.model[NPU].known() || !p.known() || p_alone <= 0.0) {
         why = plan_reason::probe;   // nothing to predict with yet: one block, measured side by side with the others
@@ -573,7 +574,6 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
             // while the shape is young, from what the others have learned by now (the first layer's shapes are all
             // new before any of them has measured much)
             if (!st.seed_done && opts.npu_share < 0.0) seed_from_others(key, st);
-            st.cpu_sliced = has[CPU] && workers[idx[CPU]].sliced;
             const int64_t probe = std::min(n_rows, st.hint.blocks() ? round_up(st.hint.block_rows, step) : step);
             if (!has[GPU] && !has[CPU]) {
                 rows[NPU] = n_rows;
@@ -585,7 +585,8 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                                                   : round_down((int64_t) std::llround(opts.npu_share * n_rows), step);
                 why = plan_reason::fixed_share;
             } else {
-                rows[NPU] = auto_npu_rows(st, n_rows, step, probe, has[GPU], has[CPU], workers[idx[NPU]].ready, why);
+                rows[NPU] = auto_npu_rows(st, n_rows, step, probe, has[GPU], has[CPU],
+                                          has[CPU] && workers[idx[CPU]].sliced, workers[idx[NPU]].ready, why);
             }
         }
         if (!has[NPU]) why = plan_reason::no_npu;

@@ -171,7 +171,6 @@ class split_planner {
         // Both are used only once they differ by more than `cpu_interference` (real interference is 1.5x and more);
         // otherwise every CPU measurement together, so that noise in the few alone measurements decides nothing.
         cost_model    cpu_alone, cpu_all;
-        bool          cpu_sliced = false;   // the CPU's rows beside the NPU are cut into slices (plan_worker::sliced)
         // The NPU computing every row, apart: the CPU's threads, with no rows of their own, then do its host work
         // (convert its activations, take half of its results), so it is faster than its model of a part of the rows
         // says (measured, -t 8, emulated NPU at 3,140 GFLOP/s: share 1 at 1,122 prompt tokens/s against auto at
@@ -232,8 +231,9 @@ class split_planner {
     };
 
     // auto: the decision (best_npu_rows, then settle's hysteresis), unless a probe must measure something first
+    // (`cpu_sliced`: the CPU's rows are cut into slices beside the NPU, plan_worker::sliced)
     int64_t auto_npu_rows(shape_state & st, int64_t n_rows, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                          bool ready, plan_reason & why);
+                          bool cpu_sliced, bool ready, plan_reason & why);
     double  makespan(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;
     // the best NPU rows by the models; `part`: the best short of every row (and of none)
     int64_t best_npu_rows(const shape_state & st, int64_t n, int64_t step, const rest_cost & p, double p_alone,
@@ -247,7 +247,7 @@ class split_planner {
     int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
-    rest_cost rest_beside(const shape_state & st, bool has_gpu, bool has_cpu) const;
+    rest_cost rest_beside(const shape_state & st, bool has_gpu, bool has_cpu, bool cpu_sliced) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)
     const cost_model & cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const;
     // A young shape starts from what the other shapes learned of the machine, scaled to its size: the CPU's time
