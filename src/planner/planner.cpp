@@ -705,8 +705,12 @@ void split_planner::report_outcome(const shape_key & key, int64_t npu_rows, doub
     if (st.wall_split.n < opts.outcome_samples) return;
     // Slower than with the NPU out, or than with the NPU on every row, whatever the models predict (they see each
     // worker, not what the split costs between and around them): the other for a while, twice as long each time it
-    // happens again, then the split measured afresh.
-    const double split = st.wall_split.mean(), margin = 1.0 + opts.outcome_margin;
+    // happens again, then the split measured afresh. The split's mean without its longest multiply: one wait of the
+    // machine's in a window (a thread preempted, which would have hit any share) is not the split's cost, and the few
+    // readings of the others it is held against mostly have none (-t 16 of 16 cores, the NPU emulated at 3,140 GFLOP/s:
+    // O's split, about 0.6 ms a multiply against 2.0 with the NPU out, was kept out for 64 multiplies: that process
+    // ran at 1,436 prompt tokens/s, share 0.75 at 1,560 in the same pass; at 350 GFLOP/s likewise, 913 against 1,072).
+    const double split = st.wall_split.mean_but_longest(), margin = 1.0 + opts.outcome_margin;
     outcome_spell * spell = nullptr;
     if (st.wall_out.n >= 2 && split > st.wall_out.mean() * margin) {
         spell = &st.kept_out;

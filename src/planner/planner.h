@@ -139,6 +139,14 @@ class split_planner {
         int     n = 0, head = 0;
         void    add(double s) { t[head] = s; head = (head + 1) % size; n = std::min(n + 1, size); }
         double  mean() const { double m = 0.0; for (int i = 0; i < n; ++i) m += t[i]; return n ? m / n : 0.0; }
+        // the mean without the longest reading (from three on): one multiply that waited for the machine, whatever
+        // its share, does not decide, where waits that come again and again still do (report_outcome)
+        double  mean_but_longest() const {
+            if (n < 3) return mean();
+            double m = 0.0, top = t[0];
+            for (int i = 0; i < n; ++i) { m += t[i]; top = std::max(top, t[i]); }
+            return (m - top) / (n - 1);
+        }
         // the variance of that mean (of the readings' spread, over n)
         double  mean_var() const {
             if (n < 2) return 0.0;

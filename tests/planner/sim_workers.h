@@ -128,6 +128,9 @@ class simulation {
     // for a core): a cost of the split that no worker's own time shows, only the multiply's (report_outcome)
     int64_t stall_every = 0;
     double  stall_s = 0.0;
+    // every `hiccup_every`-th multiply, whatever its share, waits `hiccup_s` (the machine's: a thread preempted)
+    int64_t hiccup_every = 0;
+    double  hiccup_s = 0.0;
     // what a multiply with the NPU on `npu_rows` costs besides its workers' times, which only its own time shows
     std::function<double(int64_t npu_rows)> wall_extra;
     int64_t splits = 0;
@@ -159,6 +162,7 @@ class simulation {
             if (stall_every > 0 && ++splits % stall_every == 0) r.makespan += stall_s;
         }
         if (wall_extra) r.makespan += wall_extra(r.npu_rows);
+        if (hiccup_every > 0 && calls % hiccup_every == 0) r.makespan += hiccup_s;
         planner.report_outcome(key, r.npu_rows, r.makespan * (noise > 0.0 ? u(rng) : 1.0));
         return r;
     }

@@ -633,6 +633,26 @@ TEST(planner_sim, a_split_slower_as_a_whole_than_without_the_npu_is_kept_out) {
     }
 }
 
+// A wait of the machine's (a thread preempted) now and then hits whatever share a multiply has; the split's window of
+// times often holds one, the few readings of the CPU alone mostly none. The NPU as fast as the CPU: the split takes half
+// the CPU alone's time, and one multiply in 24 waits 10x the CPU alone's. Such a wait must not keep the NPU out (it
+// did, for 64 multiplies and more each time, at -t 16 of 16 cores: the split's mean over its window rose above the CPU
+// alone's); waits that come with every second split still do (above).
+TEST(planner_sim, a_wait_of_the_machines_now_and_then_does_not_keep_a_split_out) {
+    const double alone = sim_cpu().time(3072);
+    sim_worker npu = sim_npu(1.0, true, true);
+    npu.reports_fixed = true;
+    simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
+    sim.hiccup_every = 24;
+    sim.hiccup_s     = 10.0 * alone;
+    const auto [mean, out] = settled_run(sim, 0);
+    const double split = sim.makespan({ { 0, 1536 }, { 1536, 3072 } }) + sim.hiccup_s / 24;
+    printf("[figures] waits of 10x the CPU alone on one multiply in 24: calls 101-1000 at %.3f x the CPU alone (the"
+           " split with its waits %.3f x), the NPU out on %lld of them\n", mean / alone, split / alone, (long long) out);
+    EXPECT_LT(out, 30);
+    EXPECT_LT(mean, split * 1.05);
+}
+
 TEST(planner_sim, a_split_slower_as_a_whole_than_the_npu_on_every_row_gives_it_every_row) {
     // The NPU 3x the CPU: by the workers' own times a split (the NPU on 2,560 rows) is 16% faster than the NPU on
     // every row, but every multiply split beside the CPU also waits 2 ms (the boundaries of a CPU team that drives
