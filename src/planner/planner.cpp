@@ -292,20 +292,25 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         why = plan_reason::reprobe;
         return 0;
     }
-    if (has_cpu && !has_gpu && r == n && n > step && !st.whole_won.on(st.calls) &&
-        backoff_due(st.part_skipped, st.part_gap, part_first, opts.reprobe_max_every)) {
-        // The NPU on every row by its models' choice: its model of a part, no longer measured, may rest on the first
-        // multiplies of the process, those of a cold thread and untouched memory (the 16-core host, -t 8, emulated at
-        // 1,441 GFLOP/s: a first probe of 256 rows took 2.5 ms of fixed cost, where 768 rows later took 60-75 us;
-        // seeded from it, every shape kept the NPU on every row, 1,900 us a multiply, where 768 rows took 1,540). So
-        // the best part by the models is measured again, `part_first` multiplies after the shape went to every row,
-        // then after `reprobe_every`, then after twice as many each time, up to `reprobe_max_every`; a reading faster
-        // than the models predict replaces them (report), and where the part is then faster the next decision takes it.
-        st.part_gap = std::max<int64_t>(st.part_gap, opts.reprobe_every);   // the first after part_first, the next 16 on
-        n_reprobes++;
-        why = plan_reason::reprobe;
-        st.part_probe = true;
-        return best_npu_rows(st, n, step, p, p_alone, true);
+    if (has_cpu && !has_gpu && r == n && n > step && !st.whole_won.on(st.calls)) {
+        const int64_t part = best_npu_rows(st, n, step, p, p_alone, true);
+        if (part_may_win(st, n, part, p, p_alone) &&
+            backoff_due(st.part_skipped, st.part_gap, part_first, opts.reprobe_max_every)) {
+            // The NPU on every row by its models' choice: its model of a part, no longer measured, may rest on the
+            // first multiplies of the process, those of a cold thread and untouched memory (the 16-core host, -t 8,
+            // emulated at 1,441 GFLOP/s: a first probe of 256 rows took 2.5 ms of fixed cost, where 768 rows later
+            // took 60-75 us; seeded from it, every shape kept the NPU on every row, 1,900 us a multiply, where 768
+            // rows took 1,540). So the best part by the models, where it may be faster at all, is measured again,
+            // `part_first` multiplies after the shape went to every row, then after `reprobe_every`, then after twice
+            // as many each time, up to `reprobe_max_every`; a reading faster than the models predict replaces them
+            // (report), and where the part is then faster the next decision takes it.
+            // the first after part_first, the next `reprobe_every` on
+            st.part_gap = std::max<int64_t>(st.part_gap, opts.reprobe_every);
+            n_reprobes++;
+            why = plan_reason::reprobe;
+            st.part_probe = true;
+            return part;
+        }
     }
     if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
         (npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||
@@ -347,6 +352,18 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         st.explored = cost_model::per_side;   // no size far enough away: nothing to learn here
     }
     return r;
+}
+
+// Whether the NPU on `part` of the n rows, the CPU on the rest, may beat the NPU on every row, whatever the NPU's model
+// of a part says: not where the CPU's rows alone, at the faster of its models (beside the NPU or alone), take longer
+// than every row on the NPU by more than `whole_try`. Measuring such a part costs its multiply for nothing (the 2-CPU VM
+// at -t 1, the NPU emulated at 3,140 GFLOP/s: K and V's part of 768 rows took 9.2 ms, the CPU's 256 rows at 34 us a
+// row, where every row took 1.6 ms; one such part in each shape's timed multiplies).
+bool split_planner::part_may_win(const shape_state & st, int64_t n, int64_t part, const rest_cost & p,
+                                 double p_alone) const {
+    if (part <= 0 || part >= n) return false;
+    const double cpu_floor = (double) (n - part) * std::min(p.per_row, p_alone);
+    return !(cpu_floor > opts.whole_try * makespan(st, n, n, p, p_alone));
 }
 
 // How often a shape whose NPU takes r rows measures the CPU alone again: after alone_every multiplies, or more where

@@ -253,6 +253,8 @@ class split_planner {
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                               bool ready, const rest_cost & p, double p_alone, plan_reason & why);
     int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;
+    // a part measured while the NPU takes every row: whether it can be faster at all
+    bool    part_may_win(const shape_state & st, int64_t n, int64_t part, const rest_cost & p, double p_alone) const;
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     rest_cost rest_beside(const shape_state & st, bool has_gpu, bool has_cpu, bool cpu_sliced) const;

@@ -470,6 +470,30 @@ TEST(planner_sim, an_npu_faster_on_every_row_is_given_every_row) {
     }
 }
 
+// While the NPU takes every row, a part is measured again now and then (its model may rest on cold first multiplies),
+// but not where the CPU's rows of that part alone take longer than every row on the NPU: such a part cannot win,
+// whatever the NPU's model says. The NPU 20x the CPU: the CPU's least share, 256 rows, takes 1.7x the NPU's whole; no
+// part is measured once the shape settles. The NPU 3x the CPU (the whole 25% faster than its model says): the parts
+// are measured as before.
+TEST(planner_sim, a_part_that_cannot_beat_the_npu_on_every_row_is_not_measured) {
+    for (const double speed : { 20.0, 3.0 }) {
+        sim_worker npu = sim_npu(speed, true, true);
+        npu.reports_fixed = true;
+        npu.whole = 0.75;
+        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
+        int64_t parts = 0;
+        for (int c = 1; c <= 200; ++c) {
+            const sim_result r = sim.step();
+            parts += c > 20 && r.reprobe && r.decision == 3072 && r.npu_rows > 0 && r.npu_rows < 3072;
+        }
+        printf("[figures] the NPU %.0fx the CPU: %lld parts measured in calls 21-200, NPU %lld of 3072 rows\n", speed,
+               (long long) parts, (long long) sim.planner.npu_rows_of(sim.key));
+        EXPECT_EQ(sim.planner.npu_rows_of(sim.key), 3072);
+        if (speed > 10.0) EXPECT_EQ(parts, 0);
+        else EXPECT_GE(parts, 2);
+    }
+}
+
 // What one shape learned of the machine seeds the next: a second shape (twice the inputs and rows, so twice the CPU's
 // time per row and twice the NPU's launches) starts from the first one's rates, scaled to its size, and is at its
 // optimum from its first or second multiply: it does not measure the CPU alone again, and the NPU whole, which the
