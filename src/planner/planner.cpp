@@ -304,8 +304,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
             // `part_first` multiplies after the shape went to every row, then after `reprobe_every`, then after twice
             // as many each time, up to `reprobe_max_every`; a reading faster than the models predict replaces them
             // (report), and where the part is then faster the next decision takes it.
-            // the first after part_first, the next `reprobe_every` on
-            st.part_gap = std::max<int64_t>(st.part_gap, opts.reprobe_every);
+            st.part_gap = std::max<int64_t>(st.part_gap, opts.reprobe_every);   // the next after reprobe_every
             n_reprobes++;
             why = plan_reason::reprobe;
             st.part_probe = true;

@@ -147,7 +147,7 @@ class split_planner {
             for (int i = 0; i < n; ++i) { m += t[i]; top = std::max(top, t[i]); }
             return (m - top) / (n - 1);
         }
-        // the variance of that mean (of the readings' spread, over n)
+        // the variance of mean() (of the readings' spread, over n)
         double  mean_var() const {
             if (n < 2) return 0.0;
             const double m = mean();
