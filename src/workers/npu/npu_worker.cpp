@@ -597,38 +597,26 @@ void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
     s.b_arg = &s.b;
 }
 
-// n floats of a result written into `out` (or added to it) in one pass over them, which also checks them where
-// `check`: false where one is NaN or Inf (the exponent all ones). One pass rather than a scan and then a copy: the
-// result is read once (a 1,024-row block is 2 MiB a 512-token launch, read while the CPU's threads load memory too).
-static bool take_floats(float * out, const float * in, int64_t n, bool add, bool check) {
-    if (!check) {
-        if (add) {
-            for (int64_t i = 0; i < n; ++i) out[i] += in[i];
-        } else {
-            memcpy(out, in, size_t(n) * sizeof(float));
-        }
-        return true;
-    }
+// NaN or Inf among n floats (the exponent all ones), in a loop the compiler vectorizes
+static bool all_finite(const float * v, int64_t n) {
     uint32_t bad = 0;
     for (int64_t i = 0; i < n; ++i) {
         uint32_t u;
-        memcpy(&u, &in[i], sizeof(u));
+        memcpy(&u, &v[i], sizeof(u));
         bad |= uint32_t((u & 0x7f800000u) == 0x7f800000u);
-        out[i] = add ? out[i] + in[i] : in[i];
     }
     return bad == 0;
 }
 
 // Launch i's result, its real tokens and rows, into the result: written by the first K block, added by the others.
-// In parts of 64 tokens, posted whether or not a thread is lent yet (help()): the CPU worker's team, done with its
-// rows a moment after a take began, takes the parts still left. A 1,024-row block is 2 MiB to sync and copy per 512
-// tokens: 0.49-0.52 ms on the worker's thread alone beside the CPU's (-t 8 of 16 cores, 1,441 GFLOP/s), longer
-// than the 256-row run queued behind it, so where the NPU's part ends last its final takes are the multiply's path.
+// Split by tokens over the lent threads where there are any (help()): a 512x512 block is ~1 MiB to sync and copy,
+// ~100 us on two threads, and the last block's comes after the NPU's part, on the multiply's path (at share 1, -t 8,
+// 3,140 GFLOP/s: ~100 us of ~1.6 ms per multiply). Parts of 32 tokens at least.
 void npu_worker::take_result(call & c, slot & s, int64_t i) {
     const block & bl = c.blocks[i];
     const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
     trace::scope ts("take result", t_end);
-    const int64_t parts = std::clamp<int64_t>(t_end / 64, 1, 8);
+    const int64_t parts = std::min<int64_t>(helper.present() + 1, std::max<int64_t>(1, t_end / 32));
     std::vector<uint8_t> finite(parts, 1);
     on_lent_threads(t_end, parts, [&](int64_t p, int64_t t0, int64_t t1) { finite[p] = take_tokens(c, s, i, t0, t1); });
     c.finite = c.finite && std::all_of(finite.begin(), finite.end(), [](uint8_t f) { return f != 0; });
@@ -670,7 +658,12 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
     for (int64_t t = t_begin; t < t_end; ++t) {
         const float * ct = cf + t * width;
         float * out = (float *) j.out[bl.tbi * c.tb + t] + col;
-        finite = take_floats(out, ct, r_end, !first, c.check_finite) && finite;
+        if (c.check_finite) finite = all_finite(ct, r_end) && finite;
+        if (first) {
+            memcpy(out, ct, r_end * sizeof(float));
+        } else {
+            for (int64_t r = 0; r < r_end; ++r) out[r] += ct[r];
+        }
     }
     return finite;
 }
