@@ -10,8 +10,6 @@ namespace xdna {
 
 namespace {
 
-constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
-
 // A shape gone to every row measures a part again this many multiplies later, the first time (see measured_npu_rows).
 constexpr int64_t part_first = 2;
 

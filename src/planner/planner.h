@@ -129,6 +129,9 @@ class split_planner {
     const planner_options & options() const { return opts; }
 
   private:
+    // indices of the per-worker arrays below (model, last, sums), by worker_kind
+    static constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
+
     // The mean of the last few wall times (report_outcome). A mean, not the models' trimmed centre: where one multiply
     // in several waits milliseconds for a core, that wait is a cost of the share, and only the mean carries it (-t 16
     // of 16 cores, 3,072 x 1,024, NPU emulated at 1,441 GFLOP/s on 1,536 rows: median 2.42 ms, mean 3.50, against 3.10

@@ -9,8 +9,6 @@ namespace xdna {
 
 namespace {
 
-constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
-
 std::string fmt_seconds(double s) {
     char buf[32];
     if (s < 1e-6) snprintf(buf, sizeof(buf), "%.1f ns", s * 1e9);

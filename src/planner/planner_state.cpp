@@ -13,7 +13,6 @@ namespace xdna {
 
 namespace {
 
-constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
 constexpr int n_models = 8;   // model[NPU], model[GPU], model[CPU], npu_fixed, cpu_alone, cpu_all, npu_whole, cpu_regroup
 
 // the split's text into its fields
