@@ -314,6 +314,21 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         why = plan_reason::reprobe;
         return n;
     }
+    if (has_cpu && !has_gpu && r < n && ready && st.wall_whole.n < 2 && st.whole_walls < 2 &&
+        st.npu_whole.samples() >= 2 && st.wall_rows == r && st.wall_split.n >= opts.outcome_samples &&
+        st.wall_split.mean_but_longest() > st.npu_whole.slope()) {
+        // The split's multiplies take longer than the NPU alone took on every row, and the whole's own multiplies were
+        // never timed: its tries above fell where each multiply converts its layer's weight (a model's first prompt),
+        // which report_outcome does not count. The whole is given a weight that is ready, twice, so that
+        // report_outcome can compare the two. Not where the split is already faster than the NPU's own time on every
+        // row: a multiply is never shorter than its NPU's part. (The 16-core host, -t 8, emulated at 3,140 GFLOP/s:
+        // Q's whole tried twice in the first prompt, then 1,536 of its 2,048 rows, 1,370-1,455 us a multiply in the
+        // timed prompts where share 1's took 1,040-1,110.)
+        st.whole_walls++;
+        n_explores++;
+        why = plan_reason::reprobe;
+        return n;
+    }
     if (npu.needs_spread() && !(st.hint.fixed_s > 0.0) && st.explored < cost_model::per_side &&
         (st.explored > 0 || ++st.explore_in >= opts.reprobe_every)) {
         // All the NPU's measurements so far are of about one size, which cannot tell its fixed cost from its cost

@@ -188,6 +188,7 @@ class split_planner {
         // 1,004 with the NPU at 82% of the rows). Learned with x = 1: its slope is the time of all rows.
         cost_model    npu_whole;
         int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
+        int64_t       whole_walls = 0;      // and in this process to time the whole's multiplies (not kept)
         // What a split with the NPU costs after its workers are done (report_regroup), learned with x = 1
         cost_model    cpu_regroup;
         // Seeded from the other shapes (seed_from_others) while it is young: the CPU alone, measured once per

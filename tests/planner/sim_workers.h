@@ -133,12 +133,19 @@ class simulation {
     double  hiccup_s = 0.0;
     // what a multiply with the NPU on `npu_rows` costs besides its workers' times, which only its own time shows
     std::function<double(int64_t npu_rows)> wall_extra;
+    // the first `first_uses` multiplies meet their weight for the first time (llama-bench's warm-up prompt, a layer
+    // each): the NPU's weight is not ready yet (plan_worker::ready), and as the engine does for a multiply in which
+    // the NPU converted one, its own time (report_outcome) is not reported
+    int64_t first_uses = 0;
     int64_t splits = 0;
 
     sim_result step() {
         calls++;
+        const bool first_use = calls <= first_uses;
+        std::vector<plan_worker> v = view;
+        for (plan_worker & p : v) if (p.kind == worker_kind::npu && first_use) p.ready = false;
         sim_result r;
-        r.ranges = planner.plan(key, n, view);
+        r.ranges = planner.plan(key, n, v);
         r.decision = planner.npu_rows_of(key);
         std::uniform_real_distribution<double> u(1.0 - noise, 1.0 + noise);
         const bool npu_along = npu_rows_in(r.ranges) > 0;
@@ -163,7 +170,7 @@ class simulation {
         }
         if (wall_extra) r.makespan += wall_extra(r.npu_rows);
         if (hiccup_every > 0 && calls % hiccup_every == 0) r.makespan += hiccup_s;
-        planner.report_outcome(key, r.npu_rows, r.makespan * (noise > 0.0 ? u(rng) : 1.0));
+        if (!first_use || !npu_along) planner.report_outcome(key, r.npu_rows, r.makespan * (noise > 0.0 ? u(rng) : 1.0));
         return r;
     }
 
