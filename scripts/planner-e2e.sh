@@ -2,8 +2,9 @@
 # End to end: the auto split against the fixed NPU shares 0, 0.25, 0.5, 0.75 and 1, with the emulated NPU in null mode
 # (modelled NPU time, no arithmetic, so the emulated NPU does not take the CPU worker's cores) at two speeds: one
 # faster than the CPU and one slower. For each speed it runs llama-bench -p 512 -n 0 on a generated model for every
-# configuration, interleaved, in PASSES passes, prints the table of prompt tokens/s, and checks that auto reaches at
-# least MIN_RATIO (0.97) of the best fixed share, and that next to the slow NPU auto gives it little or nothing.
+# configuration, interleaved (every second pass in the reverse order), in PASSES passes, prints the table of prompt
+# tokens/s, and checks that auto reaches at least MIN_RATIO (0.97) of the best fixed share, and that next to the slow
+# NPU auto gives it little or nothing.
 # It also shows, unchecked, auto against the best share pass by pass, and the multiplies' own time over each process
 # (from the plugin's report).
 #
@@ -132,7 +133,11 @@ for speed in "${speed_names[@]}"; do
     state=(GGML_XDNA_PLANNER_STATE="$work/state-$speed.txt")
     [[ $kept == 1 ]] && bench "$speed-prime" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE=auto "${state[@]}" >/dev/null
     for ((p = 1; p <= passes; p++)); do
-        for c in "${configs[@]}"; do
+        # every second pass the other way round, so that no setting always runs right after the same other one (a
+        # process may leave the machine's caches, memory or clocks otherwise than it found them)
+        order=("${configs[@]}")
+        if ((p % 2 == 0)); then order=(); for ((i = ${#configs[@]} - 1; i >= 0; i--)); do order+=("${configs[i]}"); done; fi
+        for c in "${order[@]}"; do
             share=$c extra=()
             [[ $c == kept ]] && share=auto extra=("${state[@]}")
             ts=$(bench "$speed-$c-$p" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE="$share" "${extra[@]}")
