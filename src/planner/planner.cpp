@@ -299,35 +299,33 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
             return part;
         }
     }
-    if (has_cpu && !has_gpu && r < n && st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
-        (npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||
-         ((double) r >= opts.whole_share * (double) n && st.wall_rows == r && st.wall_split.n >= opts.outcome_samples))) {
-        // the NPU close to taking every row, or on most of them once the split has been measured (not before: a young
-        // model of a part, its fixed cost not yet told from its launches, can make a slow whole look the best): it is
-        // given all of them twice (the first may be slow), so that its time on the whole, which its model of a part
-        // cannot predict, is measured, and the outcome of those multiplies is compared with the split's
-        // (report_outcome). Where the CPU's team drives the NPU, its model of a part settled at 0.69-0.70 of the rows
-        // at -t 16 of 16 cores, 3,140 GFLOP/s, where every row was faster (1,532 prompt tokens/s against 1,593, two
-        // passes), and the whole was never tried.
-        st.whole_tries++;
-        n_explores++;
-        why = plan_reason::reprobe;
-        return n;
-    }
-    if (has_cpu && !has_gpu && r < n && ready && st.wall_whole.n < 2 && st.whole_walls < 2 &&
-        st.npu_whole.samples() >= 2 && st.wall_rows == r && st.wall_split.n >= opts.outcome_samples &&
-        st.wall_split.mean_but_longest() > st.npu_whole.slope()) {
-        // The split's multiplies take longer than the NPU alone took on every row, and the whole's own multiplies were
-        // never timed: its tries above fell where each multiply converts its layer's weight (a model's first prompt),
-        // which report_outcome does not count. The whole is given a weight that is ready, twice, so that
-        // report_outcome can compare the two. Not where the split is already faster than the NPU's own time on every
-        // row: a multiply is never shorter than its NPU's part. (The 16-core host, -t 8, emulated at 3,140 GFLOP/s:
-        // Q's whole tried twice in the first prompt, then 1,536 of its 2,048 rows, 1,370-1,455 us a multiply in the
-        // timed prompts where share 1's took 1,040-1,110.)
-        st.whole_walls++;
-        n_explores++;
-        why = plan_reason::reprobe;
-        return n;
+    // The NPU given every row, twice, for one of two reasons (the multiplies counted as size probes):
+    // - to learn its time on the whole (npu_whole), where it is close to taking every row, or on most of them once the
+    //   split has been measured (not before: a young model of a part, its fixed cost not yet told from its launches,
+    //   can make a slow whole look the best); its model of a part cannot predict that time, and the outcome of those
+    //   multiplies is compared with the split's (report_outcome). Where the CPU's team drives the NPU, its model of a
+    //   part settled at 0.69-0.70 of the rows at -t 16 of 16 cores, 3,140 GFLOP/s, where every row was faster (1,532
+    //   prompt tokens/s against 1,593, two passes), and the whole was never tried;
+    // - to time the whole's multiplies, where those tries fell where each multiply converts its layer's weight (a
+    //   model's first prompt), which report_outcome does not count, and the split's multiplies take longer than the
+    //   NPU alone took on every row: on a weight that is ready, twice a process. Not where the split is already
+    //   faster than that time: a multiply is never shorter than its NPU's part. (The 16-core host, -t 8, emulated at
+    //   3,140 GFLOP/s: Q's whole tried twice in the first prompt, then 1,536 of its 2,048 rows, 1,370-1,455 us a
+    //   multiply in the timed prompts where share 1's took 1,040-1,110.)
+    if (has_cpu && !has_gpu && r < n) {
+        const bool split_timed = st.wall_rows == r && st.wall_split.n >= opts.outcome_samples;
+        const bool to_learn = st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
+                              (npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||
+                               ((double) r >= opts.whole_share * (double) n && split_timed));
+        const bool to_time = !to_learn && ready && st.wall_whole.n < 2 && st.whole_walls < 2 &&
+                             st.npu_whole.samples() >= 2 && split_timed &&
+                             st.wall_split.mean_but_longest() > st.npu_whole.slope();
+        if (to_learn || to_time) {
+            (to_learn ? st.whole_tries : st.whole_walls)++;
+            n_explores++;
+            why = plan_reason::reprobe;
+            return n;
+        }
     }
     if (npu.needs_spread() && !(st.hint.fixed_s > 0.0) && st.explored < cost_model::per_side &&
         (st.explored > 0 || ++st.explore_in >= opts.reprobe_every)) {
