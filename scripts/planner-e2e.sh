@@ -114,6 +114,7 @@ table="$work/table" table_ms="$work/table-ms"
     printf ' %10s %10s' "auto/best" "auto NPU"
     [[ $kept == 1 ]] && printf ' %10s' "kept/best"
     printf ' %10s' "paired"
+    [[ $kept == 1 ]] && printf ' %11s' "kept paired"
     printf '\n'
 } >"$table"
 
@@ -162,10 +163,11 @@ for speed in "${speed_names[@]}"; do
     ratio=$(awk -v a="$auto" -v b="$best" 'BEGIN { printf "%.3f", a / b }')
     kept_ratio=-
     [[ $kept == 1 ]] && kept_ratio=$(awk -v s="$(centre_of kept)" -v b="$best" 'BEGIN { printf "%.3f", s / b }')
-    # auto against that share pass by pass, the centre of those ratios: the machine drifts between passes (a setting's
+    # auto (and kept) against that share pass by pass, the centre of those ratios: the machine drifts between passes (a setting's
     # runs differ by up to 27%), and a ratio within one pass leaves that drift out; shown, not checked
-    paired=$(centre_in "$(paste -d ' ' <(echo ${runs[auto]} | tr ' ' '\n') <(echo ${runs[$best_c]} | tr ' ' '\n') |
-        awk '{ print $1 / $2 }')" %.3f)
+    paired_of() { centre_in "$(paste -d ' ' <(echo ${runs[$1]} | tr ' ' '\n') <(echo ${runs[$best_c]} | tr ' ' '\n') |
+        awk '{ print $1 / $2 }')" %.3f; }
+    paired=$(paired_of auto)
     auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
     label="$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
     {
@@ -173,7 +175,9 @@ for speed in "${speed_names[@]}"; do
         for c in "${configs[@]}"; do printf ' %9.2f' "$(centre_of "$c")"; done
         printf ' %10s %10s' "$ratio" "$auto_npu"
         [[ $kept == 1 ]] && printf ' %10s' "$kept_ratio"
-        printf ' %10s\n' "$paired"
+        printf ' %10s' "$paired"
+        [[ $kept == 1 ]] && printf ' %11s' "$(paired_of kept)"
+        printf '\n'
     } >>"$table"
     if ! grep -q '?' <<<"${runs_ms[*]}"; then   # a plugin that reports its multiplies' own time
         best_ms=
@@ -206,9 +210,9 @@ echo
 echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes ($centre of them), emulated NPU in null mode"
 cat "$table"
 if [[ -n "${SPEEDS:-}" ]]; then
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto / that share within each pass, the $centre of those; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto (kept paired: kept) / that share within each pass, the $centre of those; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
 else
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto / that share within each pass, the $centre of those; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
+    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto (kept paired: kept) / that share within each pass, the $centre of those; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
 fi
 if [[ $(wc -l <"$table_ms") -gt 1 ]]; then
     echo "over each whole process, llama-bench's untimed warm-up prompt in it; $passes passes ($centre of them);" \

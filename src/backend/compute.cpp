@@ -179,6 +179,30 @@ void compute_engine::prepare_npu_ahead(const multiply & m, const std::vector<wor
     }
 }
 
+// The CPU worker's threads lent to the device workers of `m` for host work they would otherwise do alone:
+// - converting the NPU's activations before the devices start (all of them where the team drives the NPU, else the
+//   first K block: npu_worker::before_start), where there are several threads (the NPU's thread alone would take
+//   longer, before its first launch), or where the CPU has no rows or drives the NPU. Beside the CPU's own rows too:
+//   the 16-core host, -t 8, emulated at 1,441 GFLOP/s, share 0.75: the NPU worker's time before its first launch
+//   305-450 us -> 31-43 us, the median multiply of each shape 1,460-2,170 us against 1,650-2,460 (gate and up, a pair:
+//   3,860 against 4,020); the CPU's rows start later by the team's conversion (share 0.5, where the CPU's part is the
+//   longer: 2-4% slower in tokens/s, three passes);
+// - a device worker's one-time work (the NPU converting a weight it meets for the first time), where there are
+//   several threads: one thread alone does it better beside the CPU's rows. `once_on_cpu` is set where they did.
+void compute_engine::lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, bool & once_on_cpu) {
+    if (cpu_convert && (cpu_idle || drives || cpu.threads() > 1)) {
+        m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
+            return cpu.convert_bf16(m.node->src[1], b, then);
+        };
+    }
+    if (cpu.threads() > 1) {
+        m.on_cpu_threads = [this, &once_on_cpu](const std::function<void(int, int)> & fn) {
+            once_on_cpu = true;
+            return cpu.run_on_threads(fn);
+        };
+    }
+}
+
 ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor * twin) {
     n_multiplies += twin ? 2 : 1;
     trace::name_thread("llama.cpp thread: CPU worker");
@@ -194,30 +218,9 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
     const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);
 
-    // The CPU worker's threads convert the NPU's activations before the devices start (all of them where the team
-    // drives the NPU, else the first K block: npu_worker::before_start), where there are several of them: the NPU's
-    // thread alone would take longer, before its first launch. Beside the CPU's own rows too: the 16-core host, -t 8,
-    // emulated at 1,441 GFLOP/s, share 0.75: the NPU worker's time before its first launch 305-450 us -> 31-43 us,
-    // the median multiply of each shape 1,460-2,170 us against 1,650-2,460 (gate and up, a pair: 3,860 against
-    // 4,020); the CPU's rows start later by the team's conversion (share 0.5, where the CPU's part is the longer: 2-4%
-    // slower in tokens/s, three passes).
     worker * driven = driven_worker(ws, rows);
-    if (cpu_convert && (rows.back().empty() || driven || cpu.threads() > 1)) {
-        m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
-            return cpu.convert_bf16(m.node->src[1], b, then);
-        };
-    }
-
-    // A device worker's one-time work (the NPU converting a weight it meets for the first time) is shared by the CPU
-    // worker's threads before the devices start, where there are several: one thread alone does it better beside the
-    // CPU's rows.
-    bool once_on_cpu = false;   // the CPU's threads did such one-time work for a device worker
-    if (cpu.threads() > 1) {
-        m.on_cpu_threads = [this, &once_on_cpu](const std::function<void(int, int)> & fn) {
-            once_on_cpu = true;
-            return cpu.run_on_threads(fn);
-        };
-    }
+    bool once_on_cpu = false;   // the CPU's threads did one-time work for a device worker
+    lend_cpu_threads(m, rows.back().empty(), driven != nullptr, once_on_cpu);
 
     // start the device workers, then do the CPU's part here, then collect
     const size_t n_dev = ws.size() - 1;

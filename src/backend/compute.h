@@ -41,6 +41,7 @@ class compute_engine {
                          const std::vector<row_range> & rows, const cpu_worker::driving * drive);
     worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;
     work_result finish_driven(worker * w, bool cpu_ok);
+    void lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, bool & once_on_cpu);
     void prepare_npu_ahead(const multiply & m, const std::vector<worker *> & ws, int64_t npu_rows, plan_reason why);
 
     totals  sums[3];

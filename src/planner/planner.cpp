@@ -230,6 +230,26 @@ void split_planner::settle(shape_state & st, int64_t n, int64_t step, int64_t be
     st.npu_cur = best;
 }
 
+// All the NPU's measurements so far are of about one size, which cannot tell its fixed cost from its cost per row (and
+// neither the worker's measurement nor a hint gave the fixed cost): once per shape, after `reprobe_every` multiplies,
+// it measures a clearly different size a few times in a row (the next one up with at least twice the work, else the
+// next one down with at most half). What is learned then is kept. The rows to measure now; -1 where no size is far
+// enough away from `r` (then nothing is left to learn here).
+int64_t split_planner::other_size_rows(shape_state & st, int64_t n, int64_t step, int64_t r) {
+    st.explored++;
+    const int64_t n_cand = (n + step - 1) / step;
+    auto rows_of = [&](int64_t k) { return std::min(k * step, n); };
+    const double x = npu_work(st, r);
+    for (int64_t k = r / step + 1; k <= n_cand; ++k) {
+        if (npu_work(st, rows_of(k)) >= cost_model::spread * x) return rows_of(k);
+    }
+    for (int64_t k = r / step - 1; k >= 1; --k) {
+        if (npu_work(st, rows_of(k)) * cost_model::spread <= x) return rows_of(k);
+    }
+    st.explored = cost_model::per_side;
+    return -1;
+}
+
 int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
                                          bool has_cpu, bool ready, const rest_cost & p, double p_alone,
                                          plan_reason & why) {
@@ -329,27 +349,13 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     }
     if (npu.needs_spread() && !(st.hint.fixed_s > 0.0) && st.explored < cost_model::per_side &&
         (st.explored > 0 || ++st.explore_in >= opts.reprobe_every)) {
-        // All the NPU's measurements so far are of about one size, which cannot tell its fixed cost from its cost
-        // per row (and neither the worker's measurement nor a hint gave the fixed cost): once per shape, after
-        // `reprobe_every` multiplies, it measures a clearly different size a few times in a row (the next one up
-        // with at least twice the work, else the next one down with at most half). What is learned then is kept.
-        st.explored++;
-        const int64_t n_cand = (n + step - 1) / step;
-        auto rows_of = [&](int64_t k) { return std::min(k * step, n); };
-        const double x = npu_work(st, r);
-        int64_t other = -1;
-        for (int64_t k = r / step + 1; k <= n_cand && other < 0; ++k) {
-            if (npu_work(st, rows_of(k)) >= cost_model::spread * x) other = rows_of(k);
-        }
-        for (int64_t k = r / step - 1; k >= 1 && other < 0; --k) {
-            if (npu_work(st, rows_of(k)) * cost_model::spread <= x) other = rows_of(k);
-        }
+        // one size measured only: another, to tell the NPU's fixed cost from its cost per launch
+        const int64_t other = other_size_rows(st, n, step, r);
         if (other > 0) {
             n_explores++;
             why = plan_reason::reprobe;
             return other;
         }
-        st.explored = cost_model::per_side;   // no size far enough away: nothing to learn here
     }
     return r;
 }

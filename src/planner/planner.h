@@ -256,6 +256,8 @@ class split_planner {
                           plan_reason & why);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
                               bool ready, const rest_cost & p, double p_alone, plan_reason & why);
+    // the NPU's rows for a measurement of another size than `r` (-1: none far enough away)
+    int64_t other_size_rows(shape_state & st, int64_t n, int64_t step, int64_t r);
     int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;
     // a part measured while the NPU takes every row: whether it can be faster at all
     bool    part_may_win(const shape_state & st, int64_t n, int64_t part, const rest_cost & p, double p_alone) const;
