@@ -5,8 +5,8 @@
 # configuration, interleaved (every second pass in the reverse order), in PASSES passes, prints the table of prompt
 # tokens/s, and checks that auto reaches at least MIN_RATIO (0.97) of the best fixed share, and that next to the slow
 # NPU auto gives it little or nothing.
-# It also shows, unchecked, auto against the best share pass by pass, and the multiplies' own time over each process
-# (from the plugin's report).
+# It also shows, unchecked, auto (and kept) against the best share pass by pass, and over each process the multiplies'
+# own time and how busy the NPU was in them (from the plugin's report).
 #
 # Environment (all optional):
 #   BUILD        the plugin's build directory (default: build); the llama.cpp binaries are taken from its
@@ -79,6 +79,16 @@ mult_ms() {
         awk '{ t += $1 - $2; n++ } END { if (n) printf "%.1f", 1000 * t; else print "?" }'
 }
 
+# How busy the NPU was over the multiplies, %: its busy time (the report's "device busy" share of the NPU worker's time)
+# over the multiplies' whole time, first uses in both. Where it is well below the NPU's share of the work, the NPU
+# waited for its host (or for the CPU's team that drives it) inside the multiplies.
+npu_busy() {
+    [[ -f "$1" ]] || { echo "?"; return; }
+    grep '^ggml-xdna: ' "$1" | awk '{ if (match($0, /[0-9]+ multiplies in [0-9.]+ s/)) { split(substr($0, RSTART, RLENGTH), w, " "); wall += w[4] }
+        if (match($0, /npu: [0-9]+ rows, [0-9.]+ s \(device busy [0-9]+%/)) { split(substr($0, RSTART, RLENGTH), b, /[ (%]+/); busy += b[4] * b[8] / 100 } }
+        END { if (wall > 0) printf "%.0f", 100 * busy / wall; else print "?" }'
+}
+
 # Default speeds: the CPU's matrix-multiply rate in this run's setting (the plugin, all rows on the CPU worker), from
 # the prompt rate and the model's FLOP per token (dense models: q, k, v, o and the three FFN matrices per layer).
 if [[ -z "${SPEEDS:-}" ]] && [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; then
@@ -102,12 +112,17 @@ configs=("${shares[@]}" auto)
 kept=${KEPT:-0}
 [[ $kept == 1 ]] && configs+=(kept)
 status=0
-table="$work/table" table_ms="$work/table-ms"
+table="$work/table" table_ms="$work/table-ms" table_busy="$work/table-busy"
 {
     printf '%-46s' "the multiplies' own time, ms (first uses out)"
     for c in "${configs[@]}"; do printf ' %9s' "$c"; done
     printf ' %10s\n' "best/auto"
 } >"$table_ms"
+{
+    printf '%-46s' "the NPU busy, % of the multiplies' time (all)"
+    for c in "${configs[@]}"; do printf ' %9s' "$c"; done
+    printf '\n'
+} >"$table_busy"
 {
     printf '%-46s' "prompt tokens/s (llama-bench -p 512)"
     for c in "${configs[@]}"; do printf ' %9s' "$c"; done
@@ -126,7 +141,7 @@ for speed in "${speed_names[@]}"; do
         slow) speed_env=($SLOW_NPU) ;;
         *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }')) ;;
     esac
-    declare -A runs=() runs_ms=()   # per configuration, its tokens/s and its multiplies' time in every pass
+    declare -A runs=() runs_ms=() runs_busy=()   # per configuration, its tokens/s, its multiplies' time, its NPU busy, every pass
     centre_in() {   # centre_in "<values>" [printf format (%.2f)]
         tr ' ' '\n' <<<"$1" | sort -g | awk -v c="$centre" -v f="${2:-%.2f}" 'NF { v[n++] = $1; s += $1 }
         END { printf f, c == "mean" ? s / n : n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
@@ -145,6 +160,7 @@ for speed in "${speed_names[@]}"; do
             [[ -n "$ts" ]] || die "no tokens/s from llama-bench ($speed, share $c)"
             runs[$c]="${runs[$c]:-} $ts"
             runs_ms[$c]="${runs_ms[$c]:-} $(mult_ms "$work/$speed-$c-$p.report")"
+            runs_busy[$c]="${runs_busy[$c]:-} $(npu_busy "$work/$speed-$c-$p.report")"
             echo "  $speed NPU, pass $p, share $c: $ts tokens/s (NPU took $(npu_fraction "$work/$speed-$c-$p.report") of the rows)"
         done
     done
@@ -191,6 +207,13 @@ for speed in "${speed_names[@]}"; do
             printf ' %10s\n' "$(awk -v b="$best_ms" -v a="$(centre_in "${runs_ms[auto]}")" 'BEGIN { printf "%.3f", b / a }')"
         } >>"$table_ms"
     fi
+    if ! grep -q '?' <<<"${runs_busy[*]}"; then
+        {
+            printf '%-46s' "$label"
+            for c in "${configs[@]}"; do printf ' %9s' "$(centre_in "${runs_busy[$c]}" %.0f)"; done
+            printf '\n'
+        } >>"$table_busy"
+    fi
     if awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
         echo "FAIL: $speed NPU: auto $auto tokens/s is $ratio of the best fixed share ($best_c: $best), below $min_ratio"
         status=1
@@ -203,7 +226,7 @@ for speed in "${speed_names[@]}"; do
         echo "FAIL: slow NPU: auto gave the NPU $auto_npu of the rows (at most $slow_max_npu expected)"
         status=1
     fi
-    unset runs runs_ms
+    unset runs runs_ms runs_busy
 done
 
 echo
@@ -219,6 +242,7 @@ if [[ $(wc -l <"$table_ms") -gt 1 ]]; then
          "best/auto: the fastest fixed share's time over auto's; shown, not checked:"
     cat "$table_ms"
 fi
+[[ $(wc -l <"$table_busy") -gt 1 ]] && cat "$table_busy"
 # what the planner had learned per shape at the end of the last auto run (the plugin appends it to its report)
 last_auto=$(ls -t "$work"/*-auto-*.report 2>/dev/null | head -1 || true)
 if [[ -n "$last_auto" ]] && grep -q '^planner: ' "$last_auto"; then
