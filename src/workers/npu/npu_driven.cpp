@@ -54,6 +54,7 @@ void npu_worker::step_poll(int ith, int) {
     call & c = d.c;
     const int64_t n = (int64_t) c.blocks.size();
     d.step_t0 = now_seconds();
+    trace::scope ts("poll (driven)");
     int64_t k = 0;
     const work_result r = npu_worker_guard([&] {
         for (int64_t i = c.taken; i < c.launched && rt->finished(slots[i % c.depth]->run); ++i, ++k) {
@@ -80,6 +81,7 @@ void npu_worker::step_take(int ith, int nth) {
     const int64_t k = d.ready.load(std::memory_order_acquire);
     if (k == 0) return;
     call & c = d.c;
+    const double t0 = ith == 0 && trace::on() ? now_seconds() : 0.0;   // the team's first thread's part, on its lane
     bool finite = true;
     const work_result r = npu_worker_guard([&] {
         for (int64_t i = c.taken; i < c.taken + k; ++i) {
@@ -89,6 +91,7 @@ void npu_worker::step_take(int ith, int nth) {
         }
         return work_result();
     });
+    if (t0 > 0.0) trace::add("take results (driven)", t0, now_seconds(), k);
     if (!finite) d.finite.store(false, std::memory_order_relaxed);
     if (!r.ok()) d.fail(r);
     if (d.left.fetch_add(1, std::memory_order_acq_rel) + 1 != nth) return;
