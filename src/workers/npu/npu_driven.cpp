@@ -7,6 +7,7 @@
 #include "util/trace.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace xdna {
 
@@ -81,17 +82,20 @@ void npu_worker::step_take(int ith, int nth) {
     const int64_t k = d.ready.load(std::memory_order_acquire);
     if (k == 0) return;
     call & c = d.c;
-    const double t0 = ith == 0 && trace::on() ? now_seconds() : 0.0;   // the team's first thread's part, on its lane
     bool finite = true;
-    const work_result r = npu_worker_guard([&] {
-        for (int64_t i = c.taken; i < c.taken + k; ++i) {
-            const block & bl = c.blocks[i];
-            const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
-            finite = take_tokens(c, *slots[i % c.depth], i, t_end * ith / nth, t_end * (ith + 1) / nth) && finite;
-        }
-        return work_result();
-    });
-    if (t0 > 0.0) trace::add("take results (driven)", t0, now_seconds(), k);
+    work_result r;
+    {
+        std::optional<trace::scope> ts;   // the team's first thread's part, on its lane
+        if (ith == 0) ts.emplace("take results (driven)", k);
+        r = npu_worker_guard([&] {
+            for (int64_t i = c.taken; i < c.taken + k; ++i) {
+                const block & bl = c.blocks[i];
+                const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
+                finite = take_tokens(c, *slots[i % c.depth], i, t_end * ith / nth, t_end * (ith + 1) / nth) && finite;
+            }
+            return work_result();
+        });
+    }
     if (!finite) d.finite.store(false, std::memory_order_relaxed);
     if (!r.ok()) d.fail(r);
     if (d.left.fetch_add(1, std::memory_order_acq_rel) + 1 != nth) return;
