@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,8 +38,16 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed) {
     return v;
 }
 
+// Fills an f32 result with NaN: the results of the runs below are computed into the same tensor, so that a part a
+// backend left unwritten would otherwise still hold the last run's (the reference's) values.
+inline void poison(ggml_tensor * node) {
+    const std::vector<float> nan(ggml_nbytes(node) / sizeof(float), std::numeric_limits<float>::quiet_NaN());
+    ggml_backend_tensor_set(node, nan.data(), 0, nan.size() * sizeof(float));
+}
+
 // Runs `node`'s graph on `backend` and returns the result bytes.
 inline std::vector<uint8_t> run(ggml_backend_t backend, ggml_tensor * node) {
+    poison(node);
     ggml_init_params p = { ggml_graph_overhead(), nullptr, true };
     ggml_context * gctx = ggml_init(p);
     ggml_cgraph * g = ggml_new_graph(gctx);
@@ -207,7 +216,10 @@ inline std::vector<std::vector<uint8_t>> run_graph(ggml_backend_t backend, std::
     ggml_init_params p = { ggml_graph_overhead(), nullptr, true };
     ggml_context * gctx = ggml_init(p);
     ggml_cgraph * g = ggml_new_graph(gctx);
-    for (ggml_tensor * n : nodes) ggml_build_forward_expand(g, n);
+    for (ggml_tensor * n : nodes) {
+        poison(n);
+        ggml_build_forward_expand(g, n);
+    }
     EXPECT_EQ(ggml_backend_graph_compute(backend, g), GGML_STATUS_SUCCESS);
     std::vector<std::vector<uint8_t>> out;
     for (ggml_tensor * n : nodes) {
