@@ -37,16 +37,28 @@ inline const loaded_backends & load_backends() {
     return lb;
 }
 
-// Rows the NPU computed, from the last report line the plugin appended at backend free (GGML_XDNA_REPORT); -1 when
-// no report file is set.
-inline long long npu_rows_reported() {
+// The last summary line ("ggml-xdna: ...") the plugin appended to its report at backend free (GGML_XDNA_REPORT); empty
+// without one.
+inline std::string last_report_line() {
     const char * path = getenv("GGML_XDNA_REPORT");
-    if (!path) return -1;
-    std::ifstream f(path);
+    std::ifstream f(path ? path : "");
     std::string line, last;
-    while (std::getline(f, line)) last = line;
+    while (std::getline(f, line)) {
+        if (line.rfind("ggml-xdna: ", 0) == 0) last = line;
+    }
+    return last;
+}
+
+// The number `pattern`'s group `group` catches in that line; 0 where it does not match.
+inline long long reported(const char * pattern, int group = 1) {
+    const std::string last = last_report_line();
     std::smatch m;
-    return std::regex_search(last, m, std::regex("npu: ([0-9]+) rows")) ? std::stoll(m[1]) : 0;
+    return std::regex_search(last, m, std::regex(pattern)) ? std::stoll(m[group]) : 0;
+}
+
+// Rows the NPU computed, from that line; -1 when no report file is set.
+inline long long npu_rows_reported() {
+    return getenv("GGML_XDNA_REPORT") ? reported("npu: ([0-9]+) rows") : -1;
 }
 
 }  // namespace xdna_test

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -228,6 +229,51 @@ inline std::vector<std::vector<uint8_t>> run_graph(ggml_backend_t backend, std::
     }
     ggml_free(gctx);
     return out;
+}
+
+// c's multiply (rc) on the stock CPU, then through the plugin, whose report is written (the file emptied first): the
+// plugin's CPU rows, past the NPU's at the share CTest sets, are the stock CPU's bit for bit, the whole is within
+// test-backend-ops' tolerance for MUL_MAT (NMSE 5e-4), and the NPU computed its rows. The plugin's result.
+inline std::vector<uint8_t> expect_as_stock(const case_t & c, repacked_case & rc) {
+    const loaded_backends & lb = load_backends();
+    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);
+    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
+    const std::vector<uint8_t> ref = run(cpu, rc.node);
+    ggml_backend_free(cpu);
+
+    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
+    EXPECT_TRUE(ggml_backend_supports_op(xdna, rc.node));
+    const std::vector<uint8_t> got = run(xdna, rc.node);
+    ggml_backend_free(xdna);   // writes the report
+
+    const int64_t npu = npu_rows_expected(c.m);
+    EXPECT_TRUE(rows_of(got, c.m, npu, c.m) == rows_of(ref, c.m, npu, c.m))
+        << name_of(c) << ": the CPU worker's rows differ from the stock CPU's";
+    EXPECT_LT(nmse(ref, got), 5e-4) << name_of(c) << ": NMSE against the stock CPU";
+    EXPECT_TRUE(any_nonzero(got));
+    EXPECT_EQ(npu_rows_reported(), npu) << name_of(c) << ": rows the NPU computed";
+    return got;
+}
+
+// The same for a pair of m-row multiplies of one input (pc), computed as one graph: both results.
+inline std::vector<std::vector<uint8_t>> expect_pair_as_stock(pair_case & pc, int64_t m) {
+    const loaded_backends & lb = load_backends();
+    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);
+    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
+    const auto ref = run_graph(cpu, { pc.y[0], pc.y[1] });
+    ggml_backend_free(cpu);
+    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
+    const auto got = run_graph(xdna, { pc.y[0], pc.y[1] });
+    ggml_backend_free(xdna);
+
+    const int64_t npu = npu_rows_expected(m);
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_TRUE(rows_of(got[i], m, npu, m) == rows_of(ref[i], m, npu, m))
+            << "result " << i << ": the CPU worker's rows differ from the stock CPU's";
+        EXPECT_LT(nmse(ref[i], got[i]), 5e-4) << "result " << i << ": NMSE against the stock CPU";
+    }
+    EXPECT_EQ(npu_rows_reported(), 2 * npu) << "rows the NPU computed in the pair (both results)";
+    return got;
 }
 
 

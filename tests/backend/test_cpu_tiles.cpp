@@ -9,10 +9,6 @@
 
 #include "workers/cpu/cpu_tiles.h"
 
-#include <cstdio>
-#include <fstream>
-#include <regex>
-
 using namespace xdna_test;
 
 namespace {
@@ -24,14 +20,7 @@ int tiles_asked() {
 
 // From the last report line: the CPU worker's runs in tiles (0 where the clause is missing).
 long long tiled_reported() {
-    const char * path = getenv("GGML_XDNA_REPORT");
-    std::ifstream f(path ? path : "");
-    std::string line, last;
-    while (std::getline(f, line)) {
-        if (line.rfind("ggml-xdna: ", 0) == 0) last = line;
-    }
-    std::smatch m;
-    return std::regex_search(last, m, std::regex("in tiles in ([0-9]+) runs")) ? std::stoll(m[1]) : 0;
+    return reported("in tiles in ([0-9]+) runs");
 }
 
 void expect_tiles(const std::string & name) {
@@ -49,27 +38,10 @@ class cpu_tiles_multiply : public ::testing::TestWithParam<case_t> {};
 
 TEST_P(cpu_tiles_multiply, the_cpu_rows_in_tiles_are_the_stock_cpus) {
     const case_t c = GetParam();
-    const loaded_backends & lb = load_backends();
-    ASSERT_NE(lb.xdna_dev, nullptr) << "the plugin did not load";
+    ASSERT_NE(load_backends().xdna_dev, nullptr) << "the plugin did not load";
     repacked_case rc(c);
     if (!rc.skip.empty()) GTEST_SKIP() << rc.skip;
-    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);
-
-    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
-    const std::vector<uint8_t> ref = run(cpu, rc.node);
-    ggml_backend_free(cpu);
-
-    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
-    ASSERT_TRUE(ggml_backend_supports_op(xdna, rc.node));
-    const std::vector<uint8_t> got = run(xdna, rc.node);
-    ggml_backend_free(xdna);   // writes the report
-
-    const int64_t npu = npu_rows_expected(c.m);
-    EXPECT_TRUE(rows_of(got, c.m, npu, c.m) == rows_of(ref, c.m, npu, c.m))
-        << name_of(c) << ": the CPU worker's rows differ from the stock CPU's";
-    EXPECT_LT(nmse(ref, got), 5e-4) << name_of(c) << ": NMSE against the stock CPU";
-    EXPECT_TRUE(any_nonzero(got));
-    EXPECT_EQ(npu_rows_reported(), npu) << "rows the NPU computed";
+    expect_as_stock(c, rc);
     expect_tiles(name_of(c));
 }
 
@@ -81,26 +53,11 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<case_t> & i) { return name_of(i.param); });
 
 TEST(cpu_tiles_pair, the_cpu_rows_of_a_pair_in_tiles_are_the_stock_cpus) {
-    const loaded_backends & lb = load_backends();
-    ASSERT_NE(lb.xdna_dev, nullptr) << "the plugin did not load";
+    ASSERT_NE(load_backends().xdna_dev, nullptr) << "the plugin did not load";
     const int64_t k = 1024, m = 1536, n = 93;
     pair_case pc(GGML_TYPE_Q4_0, k, m, n, true);
     if (!pc.skip.empty()) GTEST_SKIP() << pc.skip;
-    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);
-
-    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
-    const auto ref = run_graph(cpu, { pc.y[0], pc.y[1] });
-    ggml_backend_free(cpu);
-    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
-    const auto got = run_graph(xdna, { pc.y[0], pc.y[1] });
-    ggml_backend_free(xdna);
-
-    const int64_t npu = npu_rows_expected(m);
-    for (int i = 0; i < 2; ++i) {
-        EXPECT_TRUE(rows_of(got[i], m, npu, m) == rows_of(ref[i], m, npu, m))
-            << "result " << i << ": the CPU worker's rows differ from the stock CPU's";
-        EXPECT_LT(nmse(ref[i], got[i]), 5e-4) << "result " << i << ": NMSE against the stock CPU";
-    }
+    expect_pair_as_stock(pc, m);
     expect_tiles("pair");
 }
 

@@ -59,24 +59,14 @@ void check_digest(const std::string & name, const std::vector<uint8_t> & got) {
     EXPECT_EQ(it->second, digest(got)) << key << ": the team-driven result differs from the NPU worker thread's";
 }
 
-// From the last report line: the runs the CPU worker's team drove and the results it took between its slices (0, 0
-// where the clause is missing: the NPU worker's thread drove them).
-std::pair<long long, long long> driven_reported() {
-    const char * path = getenv("GGML_XDNA_REPORT");
-    std::ifstream f(path ? path : "");
-    std::string line, last;
-    while (std::getline(f, line)) {
-        if (line.rfind("ggml-xdna: ", 0) == 0) last = line;
-    }
-    std::smatch m;
-    if (!std::regex_search(last, m, std::regex("driven by the CPU's team in ([0-9]+) runs, ([0-9]+) results taken"))) {
-        return { 0, 0 };
-    }
-    return { std::stoll(m[1]), std::stoll(m[2]) };
+// From the last report line: the runs the CPU worker's team drove (0 where the clause is missing: the NPU worker's
+// thread drove them).
+long long driven_reported() {
+    return reported("driven by the CPU's team in ([0-9]+) runs, ([0-9]+) results taken");
 }
 
 void expect_driven(const std::string & name) {
-    const long long runs = driven_reported().first;
+    const long long runs = driven_reported();
     if (team_drives()) EXPECT_GT(runs, 0) << name << ": the report does not say the team drove the NPU";
     else EXPECT_EQ(runs, 0) << name << ": the report says the team drove the NPU";
 }
@@ -87,27 +77,10 @@ class npu_driven : public ::testing::TestWithParam<case_t> {};
 
 TEST_P(npu_driven, the_team_driven_npu_computes_what_its_thread_does) {
     const case_t c = GetParam();
-    const loaded_backends & lb = load_backends();
-    ASSERT_NE(lb.xdna_dev, nullptr) << "the plugin did not load";
+    ASSERT_NE(load_backends().xdna_dev, nullptr) << "the plugin did not load";
     repacked_case rc(c);
     if (!rc.skip.empty()) GTEST_SKIP() << rc.skip;
-    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);
-
-    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
-    const std::vector<uint8_t> ref = run(cpu, rc.node);
-    ggml_backend_free(cpu);
-
-    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
-    ASSERT_TRUE(ggml_backend_supports_op(xdna, rc.node));
-    const std::vector<uint8_t> got = run(xdna, rc.node);
-    ggml_backend_free(xdna);   // writes the report
-
-    const int64_t npu = npu_rows_expected(c.m);
-    EXPECT_TRUE(rows_of(got, c.m, npu, c.m) == rows_of(ref, c.m, npu, c.m))
-        << name_of(c) << ": the CPU worker's rows differ from the stock CPU's";
-    EXPECT_LT(nmse(ref, got), 5e-4) << name_of(c) << ": NMSE against the stock CPU";
-    EXPECT_TRUE(any_nonzero(got));
-    EXPECT_EQ(npu_rows_reported(), npu) << "rows the NPU computed";
+    const std::vector<uint8_t> got = expect_as_stock(c, rc);
     check_digest(name_of(c), got);
     expect_driven(name_of(c));
 }
@@ -118,27 +91,11 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<case_t> & i) { return name_of(i.param); });
 
 TEST(npu_driven_pair, a_team_driven_pair_computes_what_its_thread_does) {
-    const loaded_backends & lb = load_backends();
-    ASSERT_NE(lb.xdna_dev, nullptr) << "the plugin did not load";
+    ASSERT_NE(load_backends().xdna_dev, nullptr) << "the plugin did not load";
     const int64_t k = 1024, m = 1536, n = 77;
     pair_case pc(GGML_TYPE_Q4_0, k, m, n, true);
     if (!pc.skip.empty()) GTEST_SKIP() << pc.skip;
-    if (const char * report = getenv("GGML_XDNA_REPORT")) std::remove(report);
-
-    ggml_backend_t cpu = ggml_backend_dev_init(lb.cpu_dev, nullptr);
-    const auto ref = run_graph(cpu, { pc.y[0], pc.y[1] });
-    ggml_backend_free(cpu);
-    ggml_backend_t xdna = ggml_backend_dev_init(lb.xdna_dev, nullptr);
-    const auto got = run_graph(xdna, { pc.y[0], pc.y[1] });
-    ggml_backend_free(xdna);
-
-    const int64_t npu = npu_rows_expected(m);
-    for (int i = 0; i < 2; ++i) {
-        EXPECT_TRUE(rows_of(got[i], m, npu, m) == rows_of(ref[i], m, npu, m))
-            << "result " << i << ": the CPU worker's rows differ from the stock CPU's";
-        EXPECT_LT(nmse(ref[i], got[i]), 5e-4) << "result " << i << ": NMSE against the stock CPU";
-        check_digest("pair" + std::to_string(i), got[i]);
-    }
-    EXPECT_EQ(npu_rows_reported(), 2 * npu) << "rows the NPU computed in the pair (both results)";
+    const auto got = expect_pair_as_stock(pc, m);
+    for (int i = 0; i < 2; ++i) check_digest("pair" + std::to_string(i), got[i]);
     expect_driven("pair");
 }
