@@ -51,6 +51,13 @@ class ParseLine(unittest.TestCase):
         self.assertAlmostEqual(r.workers["npu"].busy_seconds, 0.14)
         self.assertEqual(r.workers["cpu"].rows, 1024)
 
+    def test_cpu_rows_in_tiles(self):
+        r = wr.parse_line("ggml-xdna: 50 multiplies in 0.300 s (0.010 s of it where a weight was converted for a "
+                          "device); npu: 4096 rows, 0.200 s | cpu: 1024 rows, 0.1 s (in tiles in 36 runs) (2 runs "
+                          "failed, redone on the CPU)")
+        self.assertEqual(r.workers["cpu"].rows, 1024)
+        self.assertEqual(r.workers["cpu"].failed_runs, 2)
+
     def test_no_rows(self):
         r = wr.parse_line("ggml-xdna: 3 multiplies; no rows")
         self.assertEqual((r.multiplies, r.total_rows()), (3, 0))

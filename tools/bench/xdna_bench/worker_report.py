@@ -6,6 +6,7 @@
     ggml-xdna: 3 multiplies; no rows
     ggml-xdna: 22 multiplies; npu: 1536 rows, 0.120 s (device busy 70%) (driven by the CPU's team in 11 runs, 30 results
         taken between its slices) | cpu: 4096 rows, 0.310 s   (one line)
+    ggml-xdna: 22 multiplies; npu: 1536 rows, 0.120 s | cpu: 4096 rows, 0.310 s (in tiles in 18 runs)
 """
 
 import re
@@ -16,6 +17,7 @@ _LINE_RE = re.compile(r"^ggml-xdna: (\d+) multiplies"
 _PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \(device busy (\d+)%\))?"
                       r"(?: \(driven by the CPU's team in \d+ runs, \d+ results taken between its slices"
                       r"(?: in [0-9.eE+-]+ s)?\))?"
+                      r"(?: \(in tiles in \d+ runs\))?"
                       r"(?: \((\d+) runs? failed[^)]*\))?$")
 
 
