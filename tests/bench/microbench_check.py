@@ -1,6 +1,7 @@
 """Runs xdna-microbench briefly and checks that every benchmark ran (none skipped with an error), that the claim
 benchmarks saw the claim policy's real verdicts, and that the scheduler
-benchmark really handed the multiply to the XDNA backend (three graph splits instead of one).
+benchmark really handed the multiply to the XDNA backend (three graph splits instead of one), and that the CPU worker's
+rows were in tiles where asked and a team of two or more threads computed them.
 
 usage: microbench_check.py <xdna-microbench>
 """
@@ -36,11 +37,15 @@ def main():
             case = int(name.split("/")[2])
             if int(b["claimed"]) != EXPECTED_CLAIMS[case]:
                 errors.append(f"{name}: claimed={b['claimed']}, expected {EXPECTED_CLAIMS[case]}")
+        if name.startswith("cpu_rows/"):
+            want = int("tiles" in name and int(b["threads"]) >= 2)
+            if int(b["tiled"]) != want:
+                errors.append(f"{name}: tiled={b['tiled']} at {b['threads']} threads, expected {want}")
         if name.startswith("sched/"):
             want = 3 if "xdna" in name else 1
             if int(b["splits"]) != want:
                 errors.append(f"{name}: {b['splits']} graph splits, expected {want}")
-    for group in ("claim", "mul_mat", "sched", "planner"):
+    for group in ("claim", "mul_mat", "cpu_rows", "sched", "planner"):
         if group not in seen:
             errors.append(f"no {group}/ benchmark ran")
     for e in errors:

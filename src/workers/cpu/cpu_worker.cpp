@@ -35,6 +35,7 @@ struct cpu_worker::impl {
     std::unique_ptr<cpu_tiles>    tiles;               // lanes of one thread each, for rows ggml would cut narrow
     bool                          avx512      = false;  // the CPU backend was built with AVX-512 (its features)
     int64_t                       tiled_runs  = 0;      // computes whose rows were in tiles
+    int                           tiles_policy = -1;    // GGML_XDNA_CPU_TILES (-1 auto, 0, 1), or set_tiles
 
     // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
     // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
@@ -94,6 +95,7 @@ std::unique_ptr<cpu_worker> cpu_worker::create(ggml_backend_dev_t cpu_dev) {
     }
 
     p->tiles.reset(new cpu_tiles(cpu_dev));
+    p->tiles_policy = get_config().cpu_tiles;
     const int threads = get_config().threads;
     w->set_n_threads(threads > 0 ? threads : GGML_DEFAULT_N_THREADS);
     return w;
@@ -108,7 +110,7 @@ cpu_worker::~cpu_worker() {
 // GGML_XDNA_CPU_TILES: 1 tiles every 2-D multiply a team of several threads computes; auto, where the CPU has AVX-512
 // and ggml would leave more than an eighth of the rows to its 8-row code (cpu_tiles.h); 0 never.
 bool cpu_worker::impl::tiled(const multiply & m, int64_t rows, bool by_tokens) {
-    const int policy = get_config().cpu_tiles;
+    const int policy = tiles_policy;
     if (policy == 0 || !by_tokens || n_active < 2) return false;
     if (policy < 0 && !(avx512 && m.repacked && 8 * cpu_tiles_narrow_rows(rows, n_active) > rows)) return false;
     return tiles->ready(n_active);
@@ -128,6 +130,10 @@ void cpu_worker::set_n_threads(int n_threads) {
         if (p->pool) p->pool_free(p->pool);
         p->pool = pool;
     }
+}
+
+void cpu_worker::set_tiles(int policy) {
+    p->tiles_policy = policy;
 }
 
 int64_t cpu_worker::tiled_runs() const {
