@@ -57,6 +57,7 @@ struct cpu_tiles::lane {
 cpu_tiles::cpu_tiles(ggml_backend_dev_t cpu_dev) : dev(cpu_dev) {
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
     set_threads = (ggml_backend_set_n_threads_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads");
+    set_abort = (ggml_backend_set_abort_callback_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback");
 }
 
 cpu_tiles::~cpu_tiles() = default;
@@ -79,11 +80,7 @@ bool cpu_tiles::ready(int threads) {
             return false;
         }
         set_threads(l->backend, 1);
-        if (abort_cb) {
-            ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-            auto fn = (ggml_backend_set_abort_callback_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback");
-            if (fn) fn(l->backend, abort_cb, abort_data);
-        }
+        if (abort_cb && set_abort) set_abort(l->backend, abort_cb, abort_data);
         lanes.push_back(std::move(l));
     }
     return true;
@@ -92,13 +89,11 @@ bool cpu_tiles::ready(int threads) {
 void cpu_tiles::set_abort_callback(ggml_abort_callback cb, void * data) {
     abort_cb   = cb;
     abort_data = data;
-    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-    auto fn = (ggml_backend_set_abort_callback_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback");
-    for (auto & l : lanes) if (fn) fn(l->backend, cb, data);
+    for (auto & l : lanes) if (set_abort) set_abort(l->backend, cb, data);
 }
 
-void cpu_tiles::plan(cpu_tiles_job & j, const multiply & m, row_range rows, row_range tokens, int threads) const {
-    j.tiles  = const_cast<cpu_tiles *>(this);
+void cpu_tiles::plan(cpu_tiles_job & j, const multiply & m, row_range rows, row_range tokens, int threads) {
+    j.tiles  = this;
     j.m      = &m;
     j.rows   = rows;
     j.tokens = tokens;
@@ -106,11 +101,10 @@ void cpu_tiles::plan(cpu_tiles_job & j, const multiply & m, row_range rows, row_
     int64_t block = 16, row_blocks = 1;
     while (cpu_tiles_ceil(n_tokens, block) * nodes * row_blocks < threads && 2 * row_blocks <= groups) row_blocks *= 2;
     while (block < 64 && cpu_tiles_ceil(n_tokens, 2 * block) * nodes * row_blocks >= 2 * (int64_t) threads) block *= 2;
-    j.token_block  = block;
-    j.token_blocks = cpu_tiles_ceil(n_tokens, block);
-    j.row_block    = 16 * cpu_tiles_ceil(groups, row_blocks);
-    j.row_blocks   = cpu_tiles_ceil(rows.size(), j.row_block);
-    j.count        = j.token_blocks * nodes * j.row_blocks;
+    j.token_block = block;
+    j.row_block   = 16 * cpu_tiles_ceil(groups, row_blocks);
+    j.row_blocks  = cpu_tiles_ceil(rows.size(), j.row_block);
+    j.count       = cpu_tiles_ceil(n_tokens, block) * nodes * j.row_blocks;
     j.next.store(0, std::memory_order_relaxed);
     j.status.store(GGML_STATUS_SUCCESS, std::memory_order_relaxed);
     j.go.store(1, std::memory_order_release);

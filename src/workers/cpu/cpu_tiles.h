@@ -36,7 +36,7 @@ struct cpu_tiles_job {
     const multiply * m     = nullptr;
     row_range        rows, tokens;
     int64_t          row_block = 0, token_block = 0;
-    int64_t          row_blocks = 0, token_blocks = 0, count = 0;
+    int64_t          row_blocks = 0, count = 0;
     std::atomic<int64_t> next{ 0 };
     std::atomic<int>     status{ GGML_STATUS_SUCCESS };   // the first tile's failure; the others are not started
     std::atomic<int>     go{ 0 }, done{ 0 };              // what the caller wrote, published to the team, and back
@@ -55,7 +55,7 @@ class cpu_tiles {
     // The tiles of `rows` x `tokens` of `m` for a team of `threads`: enough for every thread, 16-token blocks cut
     // into row blocks where there are fewer blocks of tokens than threads, and up to 64 tokens a tile where there are
     // two tiles a thread or more (a lane's call costs a few microseconds).
-    void plan(cpu_tiles_job & j, const multiply & m, row_range rows, row_range tokens, int threads) const;
+    void plan(cpu_tiles_job & j, const multiply & m, row_range rows, row_range tokens, int threads);
     // The custom node that computes `j` on every thread of the team's graph (`scratch`: a float for its anchor).
     ggml_tensor * node(ggml_context * ctx, void * scratch, cpu_tiles_job & j);
 
@@ -66,6 +66,7 @@ class cpu_tiles {
 
     ggml_backend_dev_t                 dev;
     ggml_backend_set_n_threads_t       set_threads = nullptr;
+    ggml_backend_set_abort_callback_t  set_abort   = nullptr;
     ggml_abort_callback                abort_cb    = nullptr;
     void *                             abort_data  = nullptr;
     std::vector<std::unique_ptr<lane>> lanes;
