@@ -32,7 +32,7 @@ struct config {
     int    min_batch      = 32;      // GGML_XDNA_MIN_BATCH: smallest token count claimed
     bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
     int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
-    int    cpu_tiles      = -1;      // GGML_XDNA_CPU_TILES: the CPU worker's rows in tiles of tokens (-1 auto, 0, 1)
+    int    cpu_tiles      = 0;       // GGML_XDNA_CPU_TILES: the CPU worker's rows in tiles of tokens (-1 auto, 0, 1)
     std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
     std::string trace;               // GGML_XDNA_TRACE: file the timeline is written to (Chrome trace events)
     std::string planner_state;       // GGML_XDNA_PLANNER_STATE: file the auto split keeps what it learned in
