@@ -26,6 +26,8 @@
 #   REQUIRE_NPU  0 skips the check that the NPU worker took part (to try the script without one)
 #   KEPT=1       also "kept": auto in a process that reads what an earlier auto run learned (GGML_XDNA_PLANNER_STATE;
 #                one untimed auto run per speed writes it first, and each "kept" run updates it); checked like auto
+#   REPORTS      a folder to keep every process's report in (<speed>-<setting>-<pass>.report, and the state files of
+#                "kept"), e.g. to see what auto learned in a process that ran slow; by default they are deleted
 #   Any XDNA_EMU_* or GGML_XDNA_* variable set outside is passed on (e.g. XDNA_EMU_DISPATCH_US).
 # Exit status: 0 when both checks pass for both speeds, 1 otherwise, 2 when the setup is wrong.
 set -euo pipefail
@@ -49,7 +51,11 @@ plugin=$build/bin/libggml-xdna.so gen=$build/bin/xdna-gen-model
 
 model=$("$gen" --model "$model_name" --type "$type" --layers "$layers" --llama-src "$llama_src" --llama-bin "$llama_bin")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+keep_reports() {
+    [[ -n "${REPORTS:-}" ]] && mkdir -p "$REPORTS" && cp "$work"/*.report "$work"/state-*.txt "$REPORTS"/ 2>/dev/null
+    rm -rf "$work"
+}
+trap keep_reports EXIT
 
 # llama-bench's prompt tokens/s for one configuration; its report file (what each worker did) is kept in $work
 bench() {   # bench <tag> <env assignments...>
