@@ -51,8 +51,11 @@ plugin=$build/bin/libggml-xdna.so gen=$build/bin/xdna-gen-model
 
 model=$("$gen" --model "$model_name" --type "$type" --layers "$layers" --llama-src "$llama_src" --llama-bin "$llama_bin")
 work=$(mktemp -d)
-keep_reports() {
-    [[ -n "${REPORTS:-}" ]] && mkdir -p "$REPORTS" && cp "$work"/*.report "$work"/state-*.txt "$REPORTS"/ 2>/dev/null
+keep_reports() {   # the exit status stays the script's: no state files (KEPT unset) is not a failure
+    if [[ -n "${REPORTS:-}" ]] && mkdir -p "$REPORTS"; then
+        cp "$work"/*.report "$REPORTS"/ 2>/dev/null || true
+        cp "$work"/state-*.txt "$REPORTS"/ 2>/dev/null || true
+    fi
     rm -rf "$work"
 }
 trap keep_reports EXIT
