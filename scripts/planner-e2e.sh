@@ -2,7 +2,7 @@
 # End to end: the auto split against the fixed NPU shares 0, 0.25, 0.5, 0.75 and 1, with the emulated NPU in null mode
 # (modelled NPU time, no arithmetic, so the emulated NPU does not take the CPU worker's cores) at two speeds: one
 # faster than the CPU and one slower. For each speed it runs llama-bench -p 512 -n 0 on a generated model for every
-# configuration, interleaved (every second pass in the reverse order), in PASSES passes, prints the table of prompt
+# configuration, interleaved (in a balanced order: pass_order), in PASSES passes, prints the table of prompt
 # tokens/s, and checks that auto reaches at least MIN_RATIO (0.97) of the best fixed share, and that next to the slow
 # NPU auto gives it little or nothing.
 # It also shows, unchecked, auto (and kept) against the best share pass by pass, and over each process the multiplies'
@@ -26,6 +26,8 @@
 #   REQUIRE_NPU  0 skips the check that the NPU worker took part (to try the script without one)
 #   KEPT=1       also "kept": auto in a process that reads what an earlier auto run learned (GGML_XDNA_PLANNER_STATE;
 #                one untimed auto run per speed writes it first, and each "kept" run updates it); checked like auto
+#   ORDER        balanced (default: every setting at every place and after every other one, over 2 x settings passes,
+#                or as many as there are settings where they are even), or alternate (every second pass reversed)
 #   REPORTS      a folder to keep every process's report in (<speed>-<setting>-<pass>.report, and the state files of
 #                "kept"), e.g. to see what auto learned in a process that ran slow; by default they are deleted
 #   Any XDNA_EMU_* or GGML_XDNA_* variable set outside is passed on (e.g. XDNA_EMU_DISPATCH_US).
@@ -142,6 +144,24 @@ table="$work/table" table_ms="$work/table-ms" table_busy="$work/table-busy"
     printf '\n'
 } >"$table"
 
+# The order of the settings in pass p (1-based) of n settings, as indexes: the rows of a Williams design, so that over
+# n passes (2n where n is odd, every second one a row reversed) every setting runs once at every place and once right
+# after each other one. A process may leave the machine's caches, memory or clocks otherwise than it found them; with
+# every second pass merely reversed, auto always ran right next to share 1 (after it, or before it), which does not
+# average such an effect out. ORDER=alternate keeps that older order (to compare with earlier runs).
+pass_order() {
+    local p=$1 n=$2 row i j
+    if [[ ${ORDER:-balanced} == alternate ]]; then
+        if ((p % 2)); then seq 0 $((n - 1)); else seq $((n - 1)) -1 0; fi
+        return
+    fi
+    local -a base=(0) out=()
+    for ((j = 1; j < n; j++)); do base+=($((j % 2 ? (j + 1) / 2 : n - j / 2))); done
+    if ((n % 2)); then row=$(((p - 1) / 2 % n)); else row=$(((p - 1) % n)); fi
+    for i in "${base[@]}"; do out+=($(((i + row) % n))); done
+    if ((n % 2 && p % 2 == 0)); then for ((j = n - 1; j >= 0; j--)); do echo "${out[j]}"; done; else printf '%s\n' "${out[@]}"; fi
+}
+
 speed_names=(fast slow)
 [[ -z "${SPEEDS:-}" ]] || speed_names=(${SPEEDS})
 for speed in "${speed_names[@]}"; do
@@ -158,10 +178,7 @@ for speed in "${speed_names[@]}"; do
     state=(GGML_XDNA_PLANNER_STATE="$work/state-$speed.txt")
     [[ $kept == 1 ]] && bench "$speed-prime" XDNA_EMU_MODE=null "${speed_env[@]}" GGML_XDNA_NPU_SHARE=auto "${state[@]}" >/dev/null
     for ((p = 1; p <= passes; p++)); do
-        # every second pass the other way round, so that no setting always runs right after the same other one (a
-        # process may leave the machine's caches, memory or clocks otherwise than it found them)
-        order=("${configs[@]}")
-        if ((p % 2 == 0)); then order=(); for ((i = ${#configs[@]} - 1; i >= 0; i--)); do order+=("${configs[i]}"); done; fi
+        order=(); for i in $(pass_order "$p" "${#configs[@]}"); do order+=("${configs[i]}"); done
         for c in "${order[@]}"; do
             share=$c extra=()
             [[ $c == kept ]] && share=auto extra=("${state[@]}")
