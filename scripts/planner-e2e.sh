@@ -26,8 +26,9 @@
 #   REQUIRE_NPU  0 skips the check that the NPU worker took part (to try the script without one)
 #   KEPT=1       also "kept": auto in a process that reads what an earlier auto run learned (GGML_XDNA_PLANNER_STATE;
 #                one untimed auto run per speed writes it first, and each "kept" run updates it); checked like auto
-#   ORDER        balanced (default: every setting at every place and after every other one, over 2 x settings passes,
-#                or as many as there are settings where they are even), or alternate (every second pass reversed)
+#   ORDER        balanced (default: every setting equally often at every place and right after each other one, over
+#                2 x settings passes, or as many as there are settings where they are even), or alternate (every
+#                second pass reversed)
 #   REPORTS      a folder to keep every process's report in (<speed>-<setting>-<pass>.report, and the state files of
 #                "kept"), e.g. to see what auto learned in a process that ran slow; by default they are deleted
 #   Any XDNA_EMU_* or GGML_XDNA_* variable set outside is passed on (e.g. XDNA_EMU_DISPATCH_US).
@@ -145,8 +146,8 @@ table="$work/table" table_ms="$work/table-ms" table_busy="$work/table-busy"
 } >"$table"
 
 # The order of the settings in pass p (1-based) of n settings, as indexes: the rows of a Williams design, so that over
-# n passes (2n where n is odd, every second one a row reversed) every setting runs once at every place and once right
-# after each other one. A process may leave the machine's caches, memory or clocks otherwise than it found them; with
+# n passes (2n where n is odd, every second one a row reversed) every setting runs equally often at every place and
+# right after each other one. A process may leave the machine's caches, memory or clocks otherwise than it found them; with
 # every second pass merely reversed, auto always ran right next to share 1 (after it, or before it), which does not
 # average such an effect out. ORDER=alternate keeps that older order (to compare with earlier runs).
 pass_order() {
