@@ -4,7 +4,7 @@
 #   llama.cpp runs exactly as without the plugin (the same graph splits, the same perplexities), and the plugin says so
 #   in one line;
 # - GGML_XDNA_NPU=emulator: the software XDNA1, asked for, computes rows (its share fixed at 0.5) and the result stays
-#   right;
+#   right; and so with the auto split (the default share);
 # - GGML_XDNA_NPU=off: no NPU worker, but a device whose CPU worker computes every claimed row, as the stock CPU does.
 # usage: npu-default.sh <llama bin> <plugin> <xdna-gen-model> <llama src> <text>
 set -euo pipefail
@@ -63,6 +63,15 @@ check "emulator: the device names the software XDNA1" grep -q 'software XDNA1 em
 check "emulator: the NPU computed rows" test "$(npu_rows "$work/emu.report")" -gt 0
 check "emulator: the XDNA device takes part in the graph" test "$(splits "$out")" != "$(splits "$stock")"
 check "emulator: result still right (perplexities within 1% of stock)" same_ppl "$out" 0.01
+
+# The auto split learns from measured times, so which rows go where is not fixed; but a shape's first multiplies are its
+# probes, which give the NPU rows and the CPU the rest (here the NPU 8,192-8,704 of 24,576 rows in six runs), so both
+# workers compute rows of this run whatever it learns after them.
+out=$(perplexity GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU=emulator GGML_XDNA_REPORT="$work/auto.report")
+echo "auto:     PPL $(ppl "$out" | tail -1); $(grep -h 'multiplies' "$work/auto.report" | tail -1)"
+check "emulator, auto split: the NPU computed rows" test "$(npu_rows "$work/auto.report")" -gt 0
+check "emulator, auto split: the CPU computed rows" test "$(cpu_rows "$work/auto.report")" -gt 0
+check "emulator, auto split: result still right (perplexities within 1% of stock)" same_ppl "$out" 0.01
 
 out=$(perplexity GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU=off GGML_XDNA_REPORT="$work/off.report")
 echo "off:      PPL $(ppl "$out" | tail -1); $(splits "$out"); $(grep -h 'multiplies' "$work/off.report" | tail -1)"
