@@ -40,6 +40,8 @@ model_name=${MODEL:-qwen3-0.6b} type=${TYPE:-Q4_0} layers=${LAYERS:-4}
 threads=${THREADS:-$(nproc)} reps=${REPS:-3} passes=${PASSES:-2}
 centre=${CENTRE:-$( ((passes >= 3)) && echo median || echo mean)}
 [[ $centre == mean || $centre == median ]] || { echo "CENTRE must be mean or median" >&2; exit 2; }
+order_kind=${ORDER:-balanced}
+[[ $order_kind == balanced || $order_kind == alternate ]] || { echo "ORDER must be balanced or alternate" >&2; exit 2; }
 shares=(${SHARES:-0 0.25 0.5 0.75 1})
 min_ratio=${MIN_RATIO:-0.97} slow_max_npu=${SLOW_MAX_NPU:-0.2}
 
@@ -147,12 +149,12 @@ table="$work/table" table_ms="$work/table-ms" table_busy="$work/table-busy"
 
 # The order of the settings in pass p (1-based) of n settings, as indexes: the rows of a Williams design, so that over
 # n passes (2n where n is odd, every second one a row reversed) every setting runs equally often at every place and
-# right after each other one. A process may leave the machine's caches, memory or clocks otherwise than it found them; with
-# every second pass merely reversed, auto always ran right next to share 1 (after it, or before it), which does not
-# average such an effect out. ORDER=alternate keeps that older order (to compare with earlier runs).
+# right after each other one. A process may leave the machine's caches, memory or clocks otherwise than it found
+# them; with every second pass merely reversed, auto always ran right next to share 1 (after it, or before it), which
+# does not average such an effect out. ORDER=alternate keeps that older order (to compare with earlier runs).
 pass_order() {
     local p=$1 n=$2 row i j
-    if [[ ${ORDER:-balanced} == alternate ]]; then
+    if [[ $order_kind == alternate ]]; then
         if ((p % 2)); then seq 0 $((n - 1)); else seq $((n - 1)) -1 0; fi
         return
     fi
