@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End to end: the auto split against the fixed NPU shares 0, 0.25, 0.5, 0.75 and 1, with the emulated NPU in null mode
-# (modelled NPU time, no arithmetic, so the emulated NPU does not take the CPU worker's cores) at two speeds: one
-# faster than the CPU and one slower. For each speed it runs llama-bench -p 512 -n 0 on a generated model for every
-# configuration, interleaved (in a balanced order: pass_order), in PASSES passes, prints the table of prompt
-# tokens/s, and checks that auto reaches at least MIN_RATIO (0.97) of the best fixed share, and that next to the slow
-# NPU auto gives it little or nothing.
+# (modelled NPU time, no arithmetic, so the emulated NPU does not take the CPU worker's cores), by default modelled on
+# measured 8700G figures (docs/emulator.md, "The timing model"). For each NPU speed it runs llama-bench -p 512 -n 0 on
+# a generated model for every configuration, interleaved (in a balanced order: pass_order), in PASSES passes, prints
+# the table of prompt tokens/s, and checks that auto reaches at least MIN_RATIO (0.97) of the best fixed share, and
+# that next to a slow NPU (the speed "slow") auto gives it little or nothing.
 # It also shows, unchecked, auto (and kept) against the best share pass by pass, and over each process the multiplies'
 # own time and how busy the NPU was in them (from the plugin's report).
 #
@@ -14,10 +14,15 @@
 #   MODEL TYPE LAYERS   the generated model (default: qwen3-0.6b Q4_0, 4 layers); see xdna-gen-model --list
 #   THREADS      llama-bench -t (default: all cores)      REPS: llama-bench -r (default 3)      PASSES (default 2)
 #   SHARES       the fixed shares to compare (default "0 0.25 0.5 0.75 1")
-#   FAST_NPU, SLOW_NPU  the emulator settings of the two NPU speeds, e.g. "XDNA_EMU_BF16_GFLOPS=90 XDNA_EMU_INT8_GOPS=90".
-#                Default: calibrated on this machine: the CPU's rate in the plugin at share 0 (prompt tokens/s times
-#                the model's matrix-multiply FLOP per token) times FAST_RATIO (1.5) or SLOW_RATIO (0.2)
-#   SPEEDS       instead of those two: a list of NPU speeds in bf16 GFLOP/s (e.g. "3140 1441 350"; int8 at 2.15x)
+#   SPEEDS       the NPU speeds, a list of (default "8700g"):
+#                  8700g           the timing model of XDNA1 silicon (measured 8700G figures), default power mode
+#                  8700g-balanced  the same at the balanced power mode's clock (1.03 GHz instead of 1.80)
+#                  N               a flat what-if rate of N bf16 GFLOP/s (int8 at 2.15x; 3140 is a tuned kernel's
+#                                  ceiling, the papers)
+#                  fast, slow      flat rates relative to this machine's CPU: its rate in the plugin at share 0
+#                                  (prompt tokens/s times the model's matrix-multiply FLOP per token) times FAST_RATIO
+#                                  (1.5) or SLOW_RATIO (0.2); or the emulator settings in FAST_NPU, SLOW_NPU, e.g.
+#                                  "XDNA_EMU_BF16_GFLOPS=90 XDNA_EMU_INT8_GOPS=90"
 #   MIN_RATIO    auto / best fixed share that must be reached (default 0.97)
 #   CENTRE       how the passes of a configuration are summed up: mean, or median (default: median from 3 passes on, so
 #                that one pass slowed by the machine (runs of one setting differ by up to 27% on a 16-vCPU VM) does
@@ -32,7 +37,7 @@
 #   REPORTS      a folder to keep every process's report in (<speed>-<setting>-<pass>.report, and the state files of
 #                "kept"), e.g. to see what auto learned in a process that ran slow; by default they are deleted
 #   Any XDNA_EMU_* or GGML_XDNA_* variable set outside is passed on (e.g. XDNA_EMU_DISPATCH_US).
-# Exit status: 0 when both checks pass for both speeds, 1 otherwise, 2 when the setup is wrong.
+# Exit status: 0 when the checks pass at every speed, 1 otherwise, 2 when the setup is wrong.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$root/build}
@@ -103,9 +108,14 @@ npu_busy() {
         END { if (wall > 0) printf "%.0f", 100 * busy / wall; else print "?" }'
 }
 
-# Default speeds: the CPU's matrix-multiply rate in this run's setting (the plugin, all rows on the CPU worker), from
+speed_names=(${SPEEDS:-8700g})
+for speed in "${speed_names[@]}"; do
+    [[ $speed =~ ^(8700g|8700g-balanced|fast|slow|[0-9]+([.][0-9]+)?)$ ]] ||
+        die "unknown NPU speed '$speed' in SPEEDS (8700g, 8700g-balanced, fast, slow or a number of GFLOP/s)"
+done
+# fast and slow: the CPU's matrix-multiply rate in this run's setting (the plugin, all rows on the CPU worker), from
 # the prompt rate and the model's FLOP per token (dense models: q, k, v, o and the three FFN matrices per layer).
-if [[ -z "${SPEEDS:-}" ]] && [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; then
+if [[ " ${speed_names[*]} " =~ " "(fast|slow)" " ]] && [[ -z "${FAST_NPU:-}" || -z "${SLOW_NPU:-}" ]]; then
     read -r embd heads kv hdim ff experts < <("$gen" --list |
         awk -v m="$model_name" '$1 == m { split($7, h, "/"); print $5, h[1], h[2], $8, $9, $NF }')
     [[ -n "${embd:-}" ]] || die "model $model_name not in xdna-gen-model --list"
@@ -165,13 +175,14 @@ pass_order() {
     if ((n % 2 && p % 2 == 0)); then for ((j = n - 1; j >= 0; j--)); do echo "${out[j]}"; done; else printf '%s\n' "${out[@]}"; fi
 }
 
-speed_names=(fast slow)
-[[ -z "${SPEEDS:-}" ]] || speed_names=(${SPEEDS})
 for speed in "${speed_names[@]}"; do
     case $speed in
-        fast) speed_env=($FAST_NPU) ;;
-        slow) speed_env=($SLOW_NPU) ;;
-        *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }')) ;;
+        8700g) speed_env=(XDNA_EMU_POWER_MODE=default) label="NPU modelled on measured 8700G figures" ;;
+        8700g-balanced) speed_env=(XDNA_EMU_POWER_MODE=balanced) label="the same, balanced power mode" ;;
+        fast) speed_env=($FAST_NPU) label="fast NPU (flat, what-if)" ;;
+        slow) speed_env=($SLOW_NPU) label="slow NPU (flat, what-if)" ;;
+        *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }'))
+           label="$speed GFLOP/s NPU (flat, what-if)" ;;
     esac
     declare -A runs=() runs_ms=() runs_busy=()   # per configuration, its tokens/s, its multiplies' time, its NPU busy, every pass
     centre_in() {   # centre_in "<values>" [printf format (%.2f)]
@@ -214,7 +225,6 @@ for speed in "${speed_names[@]}"; do
         awk '{ print $1 / $2 }')" %.3f; }
     paired=$(paired_of auto)
     auto_npu=$(npu_fraction "$work/$speed-auto-$passes.report")
-    label="$speed$([[ $speed =~ ^[0-9] ]] && echo ' GFLOP/s') NPU"
     {
         printf '%-46s' "$label"
         for c in "${configs[@]}"; do printf ' %9.2f' "$(centre_of "$c")"; done
@@ -261,11 +271,7 @@ done
 echo
 echo "== $model_name $type, $layers layers, -t $threads, -r $reps, $passes interleaved passes ($centre of them), emulated NPU in null mode"
 cat "$table"
-if [[ -n "${SPEEDS:-}" ]]; then
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto (kept paired: kept) / that share within each pass, the $centre of those; NPU speeds in bf16 GFLOP/s: $SPEEDS)"
-else
-    echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto (kept paired: kept) / that share within each pass, the $centre of those; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU)"
-fi
+echo "(auto NPU: the share of the rows auto gave the NPU in the last pass; paired: auto (kept paired: kept) / that share within each pass, the $centre of those; NPU speeds: ${speed_names[*]}$([[ -n "${FAST_NPU:-}" ]] && echo "; fast NPU: $FAST_NPU; slow NPU: $SLOW_NPU" || true))"
 if [[ $(wc -l <"$table_ms") -gt 1 ]]; then
     echo "over each whole process, llama-bench's untimed warm-up prompt in it; $passes passes ($centre of them);" \
          "best/auto: the fastest fixed share's time over auto's; shown, not checked:"

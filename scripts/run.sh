@@ -8,8 +8,9 @@
 #
 # With an XDNA1 NPU and XRT (a plugin built against XRT) both run on the NPU. Without, the NPU is the project's
 # software XDNA1, asked for explicitly (GGML_XDNA_NPU=emulator): in exact mode for (1), as the NPU computes; in null
-# mode for (2), where it does no arithmetic and each NPU run takes the time modelled from the documented XDNA1 figures
-# (the host's work, conversion, copies and synchronisation, is real). Every such figure is labelled as modelled.
+# mode for (2), where it does no arithmetic and each NPU run takes the time modelled on measured 8700G figures
+# (docs/emulator.md, "The timing model"; the host's work, conversion, copies and synchronisation, is real). Every such
+# figure is labelled as modelled.
 #
 # It builds only what it needs: llama.cpp's libraries, llama-quantize and llama-bench (into the cache outside the
 # repository), the plugin, the model generator and xdna-greedy (into build/). Each long step shows one progress line;
@@ -126,8 +127,12 @@ printf '   generation:         stock CPU %7.1f tokens/s | %s %7.1f tokens/s%s | 
     "$stock_tg" "$npu_label" "$npu_tg" "$mark" "$(ratio "$npu_tg" "$stock_tg")" "$mark"
 echo "   $(rows_of "$work/npu.report") (auto split)"
 if [[ $npu_kind == emulator ]]; then
-    echo "   modelled: the software XDNA1 in null mode does no arithmetic; each NPU run takes the time of the documented"
-    echo "   XDNA1 figures (${XDNA_EMU_DISPATCH_US:-150} us a launch, ${XDNA_EMU_QUEUED_US:-35} us between queued runs, ${XDNA_EMU_BF16_GFLOPS:-3140} GFLOP/s bf16: docs/emulator.md);"
+    echo "   modelled: the software XDNA1 in null mode does no arithmetic; each NPU run takes the time of its timing model,"
+    if [[ -n "${XDNA_EMU_BF16_GFLOPS:-}${XDNA_EMU_INT8_GOPS:-}" ]]; then
+        echo "   here at a flat what-if rate (bf16 ${XDNA_EMU_BF16_GFLOPS:-modelled} GFLOP/s, int8 ${XDNA_EMU_INT8_GOPS:-modelled} GOP/s), not the silicon's;"
+    else
+        echo "   modelled on measured 8700G figures (power mode ${XDNA_EMU_POWER_MODE:-default}; docs/emulator.md, \"The timing model\");"
+    fi
     echo "   the host's side (conversion, copies, synchronisation) is measured. No XDNA1 NPU was used."
 fi
 echo

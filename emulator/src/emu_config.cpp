@@ -1,6 +1,8 @@
 // XDNA_EMU_* settings and the emulator's log.
 #include "emu_config.h"
 
+#include "xdna1_timing.h"
+
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -91,6 +93,12 @@ template <typename T> void read_int(const char* name, T* out, long long lo, long
 
 } // namespace
 
+config::config()
+    : dispatch_us(xdna::xdna1_dispatch_s * 1e6),
+      queued_us(xdna::xdna1_queued_s * 1e6),
+      switch_us(xdna::xdna1_switch_s * 1e6),
+      clock_hz(xdna::xdna1_clock_default_hz) {}
+
 config config::from_env() {
     config c;
     read_int("XDNA_EMU_LOG", &c.log_level, 0, 3);
@@ -102,6 +110,15 @@ config config::from_env() {
     }
     read_double("XDNA_EMU_DISPATCH_US", &c.dispatch_us, 0.0);
     read_double("XDNA_EMU_QUEUED_US", &c.queued_us, 0.0);
+    read_double("XDNA_EMU_SWITCH_US", &c.switch_us, 0.0);
+    if (const char* v = env("XDNA_EMU_POWER_MODE")) {
+        if (const double hz = xdna::xdna1_clock_of_mode(v)) {
+            c.clock_hz = hz;
+            c.power_mode = v;
+        } else {
+            bad_value("XDNA_EMU_POWER_MODE", v, "default, performance, turbo, balanced or powersaver");
+        }
+    }
     read_double("XDNA_EMU_BF16_GFLOPS", &c.bf16_gflops, 1e-3);
     read_double("XDNA_EMU_INT8_GOPS", &c.int8_gops, 1e-3);
     read_int("XDNA_EMU_THREADS", &c.threads, 1, 256);
@@ -137,12 +154,21 @@ config config::from_env() {
 }
 
 std::string config::describe() const {
-    char buf[512];
+    char speed[160];
+    if (bf16_gflops > 0 || int8_gops > 0) {
+        std::snprintf(speed, sizeof(speed), "flat rates (a what-if): bf16 %s, int8 %s",
+                      bf16_gflops > 0 ? (std::to_string(int(bf16_gflops)) + " GFLOP/s").c_str() : "modelled",
+                      int8_gops > 0 ? (std::to_string(int(int8_gops)) + " GOP/s").c_str() : "modelled");
+    } else {
+        std::snprintf(speed, sizeof(speed), "timing modelled on measured 8700G figures (power mode %s, %.2f GHz)",
+                      power_mode.c_str(), clock_hz / 1e9);
+    }
+    char buf[640];
     std::snprintf(buf, sizeof(buf),
-                  "mode %s, dispatch %.0f us (%.0f us when queued), bf16 %.0f GFLOP/s, int8 %.0f GOP/s, %d hardware contexts (%d held "
-                  "elsewhere), heap %zu MiB, %d thread(s), fault %s",
-                  mode_name(mode), dispatch_us, queued_us, bf16_gflops, int8_gops, hwctx_limit, other_contexts, heap_bytes >> 20,
-                  threads, fault_name(fault));
+                  "mode %s, %s, dispatch %.1f us (%.1f us when queued, %.0f us to switch designs), %d hardware contexts "
+                  "(%d held elsewhere), heap %zu MiB, %d thread(s), fault %s",
+                  mode_name(mode), speed, dispatch_us, queued_us, switch_us, hwctx_limit, other_contexts,
+                  heap_bytes >> 20, threads, fault_name(fault));
     std::string s = buf;
     if (memlock_bytes != SIZE_MAX) s += ", locked-memory limit " + std::to_string(memlock_bytes >> 20) + " MiB";
     if (accum != accum::exact) s += std::string(", bf16 accumulation ") + accum_name(accum);

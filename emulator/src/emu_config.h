@@ -16,10 +16,15 @@ enum class accum { exact, aligned };
 
 struct config {
     enum mode mode = mode::exact;
-    double dispatch_us = 150.0;     // per launch: Linux measurements 90-148 us, the spec's Windows figure 180 us
-    double queued_us = 35.0;        // between back-to-back queued launches (xrt-smi validate: 28,243 runs/s)
-    double bf16_gflops = 3140.0;    // whole-array bf16 (GEMM paper, XDNA best)
-    double int8_gops = 6760.0;      // whole-array int8 (GEMM paper, XDNA best)
+    // Timing (docs/emulator.md, "The timing model"): the silicon model of src/npu/xdna1_timing.h at the power mode's
+    // clock, its dispatch and design-switch figures; a flat rate only where one is asked for (a what-if)
+    double dispatch_us;             // an idle NPU's launch
+    double queued_us;               // between back-to-back queued launches
+    double switch_us;               // a run on another design than the run before it (the array reconfigured)
+    double clock_hz;                // the AIE clock of the power mode
+    std::string power_mode = "default";
+    double bf16_gflops = 0.0;       // > 0: bf16 runs at this flat rate instead of the model
+    double int8_gops = 0.0;         // > 0: int8 runs at this flat rate instead of the model
     int threads = 1;                // threads the arithmetic may use
     int hwctx_limit = 6;            // npu1 driver limit, system-wide
     int other_contexts = 0;         // contexts held by other processes
@@ -34,6 +39,7 @@ struct config {
     int log_level = 1;              // 0 errors, 1 warnings and the device banner, 2 every run
     bool check_sync = true;         // warn when a run reads bytes whose host copy was never synced
 
+    config();
     // Reads the environment; an unparsable value is reported on stderr and the default kept.
     static config from_env();
     std::string describe() const;

@@ -191,6 +191,7 @@ private:
     uint64_t m_next_address = 0x4000000;
     uint64_t m_next_id = 1;
     std::chrono::steady_clock::time_point m_busy_until{};
+    xrt::uuid m_last_design;   // the design the array holds (of the last run timed), for the switching cost
 };
 
 } // namespace xdna_emu

@@ -3,6 +3,7 @@
 #include "emu_impl.h"
 #include "emu_matmul.h"
 #include "xdna_emu/emu_observer.h"
+#include "xdna1_timing.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -131,10 +132,28 @@ void warn_unsynced(const command& cmd, xrt::bo_impl* bo, size_t bytes, size_t ar
         cmd.serial, bo->id, arg_label(*cmd.run->kernel, arg).c_str());
 }
 
+// The array's time for one block: the silicon model (xdna1_timing.h) at the power mode's clock, or a flat rate where
+// one was asked for.
 double block_seconds(const design& d, const gemm_block& b, const config& cfg) {
-    const double ops = 2.0 * b.m * b.n * b.k;
-    const double rate = (d.a == dtype::i8 && d.b == dtype::i8) ? cfg.int8_gops : cfg.bf16_gflops;
-    return ops / (rate * 1e9);
+    const bool int8 = d.a == dtype::i8 && d.b == dtype::i8;
+    const double flat = int8 ? cfg.int8_gops : cfg.bf16_gflops;
+    if (flat > 0) {
+        return 2.0 * b.m * b.n * b.k / (flat * 1e9);
+    }
+    xdna::xdna1_tile t;
+    t.m = int(d.tile_m);
+    t.k = int(d.tile_k);
+    t.n = int(d.tile_n);
+    t.columns = int(d.columns);
+    xdna::xdna1_block blk;
+    blk.M = b.m;
+    blk.K = b.k;
+    blk.N = b.n;
+    blk.a_bytes = int(dtype_size(d.a));
+    blk.b_bytes = int(dtype_size(d.b));
+    blk.c_bytes = int(dtype_size(d.c));
+    blk.macs = int8 ? xdna::xdna1_macs::i8 : xdna::xdna1_macs::bf16;
+    return xdna::xdna1_block_seconds(t, blk, cfg.clock_hz);
 }
 
 } // namespace
@@ -309,7 +328,8 @@ ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* 
     }
 
     // The modelled device: a launch starts its dispatch latency after submission on an idle NPU; behind another
-    // launch it starts a (shorter) queued gap after that one finishes, the firmware having fetched it meanwhile.
+    // launch it starts a (shorter) queued gap after that one finishes, the firmware having fetched it meanwhile. A
+    // run of another design than the one before it waits for the array to be reconfigured as well.
     const auto dispatch = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double, std::micro>(cfg.dispatch_us));
     const auto gap = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -319,7 +339,13 @@ ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* 
     std::chrono::steady_clock::time_point done;
     {
         std::lock_guard<std::mutex> lock(m_mu);
-        const auto start = std::max(cmd.submitted + dispatch, m_busy_until + gap);
+        const xrt::uuid& design_id = run.kernel->ctx->xclbin->uuid;
+        auto start = std::max(cmd.submitted + dispatch, m_busy_until + gap);
+        if (m_last_design && m_last_design != design_id) {
+            start += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                std::chrono::duration<double, std::micro>(cfg.switch_us));
+        }
+        m_last_design = design_id;
         done = start + busy;
         m_busy_until = done;
         if (run_observer fn = g_observer.load()) {

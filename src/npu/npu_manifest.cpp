@@ -40,14 +40,17 @@ struct checker {
         return v.get<std::string>();
     }
 
-    int int_field(const json& obj, const std::string& where, const char* key, int multiple_of) const {
+    // `unit` names what the multiple is ("4 x tile m"), for the message
+    int int_field(const json& obj, const std::string& where, const char* key, int multiple_of,
+                  const std::string& unit = "") const {
         const json& v = member(obj, where, key);
         if (!v.is_number_integer() || v.get<long long>() <= 0 || v.get<long long>() > (1 << 24)) {
             fail(where + "." + key, "must be a positive integer, got " + v.dump());
         }
         const int x = v.get<int>();
         if (x % multiple_of) {
-            fail(where + "." + key, "must be a multiple of " + std::to_string(multiple_of) + ", got " + std::to_string(x));
+            fail(where + "." + key, "must be a multiple of " + std::to_string(multiple_of) +
+                                        (unit.empty() ? "" : " (" + unit + ")") + ", got " + std::to_string(x));
         }
         return x;
     }
@@ -136,6 +139,19 @@ npu_manifest npu_manifest::load(const std::string& path) {
             ck.fail(dw + ".b_layout", "must be \"nk\" (weights stored rows x k, row-major)");
         }
         d.k = ck.int_field(jd, dw, "k", 8);
+        // the core tile: the blocks' shapes must be whole tiles of the array (4 rows of m, `columns` of n)
+        const json& jt = ck.member(jd, dw, "tile");
+        if (!jt.is_object()) ck.fail(dw + ".tile", "must be an object {\"m\", \"k\", \"n\", \"columns\"}, got " + jt.dump());
+        const std::string tw = dw + ".tile";
+        d.tile.m = ck.int_field(jt, tw, "m", 8);
+        d.tile.k = ck.int_field(jt, tw, "k", 8);
+        d.tile.n = ck.int_field(jt, tw, "n", 8);
+        d.tile.columns = ck.int_field(jt, tw, "columns", 1);
+        if (d.tile.columns > 4) ck.fail(tw + ".columns", "npu1 has 4 usable columns, got " + std::to_string(d.tile.columns));
+        if (d.k % d.tile.k) {
+            ck.fail(tw + ".k", "the design's k " + std::to_string(d.k) + " is not a multiple of it (" +
+                                   std::to_string(d.tile.k) + ")");
+        }
         const json& blocks = ck.member(jd, dw, "blocks");
         if (!blocks.is_array() || blocks.empty()) ck.fail(dw + ".blocks", "must be a non-empty array");
         std::set<std::pair<int, int>> shapes;
@@ -148,8 +164,8 @@ npu_manifest npu_manifest::load(const std::string& path) {
             k.design = d.index;
             k.name = ck.string_field(jb, bw, "name");
             if (!kernel_names.insert(k.name).second) ck.fail(bw + ".name", "duplicate kernel name '" + k.name + "'");
-            k.tokens = ck.int_field(jb, bw, "tokens", 16);
-            k.rows = ck.int_field(jb, bw, "rows", 16);
+            k.tokens = ck.int_field(jb, bw, "tokens", 4 * d.tile.m, "4 rows x tile m");
+            k.rows = ck.int_field(jb, bw, "rows", d.tile.columns * d.tile.n, "columns x tile n");
             k.k = d.k;
             k.a = d.a;
             k.b = d.b;

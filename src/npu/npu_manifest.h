@@ -10,6 +10,7 @@
 #pragma once
 
 #include "npu_types.h"
+#include "xdna1_timing.h"
 
 #include <cstddef>
 #include <string>
@@ -38,6 +39,7 @@ struct npu_design {
     std::string kernel_name;    // the kernel inside the xclbin (mlir-aie: MLIR_AIE)
     npu_dtype a = npu_dtype::bf16, b = npu_dtype::bf16, c = npu_dtype::f32;
     int k = 0;
+    xdna1_tile tile;            // the core tile the design was built with (its blocks' cost: xdna1_timing.h)
     std::vector<int> kernels;   // indices into npu_manifest::kernels()
 };
 

@@ -49,8 +49,9 @@ std::string load_error(const std::function<void(json&)>& edit, npu_errc* code = 
 TEST(NpuManifest, EmulatorKernelSetParses) {
     const npu_manifest m = npu_manifest::load(xdna_test::manifest_path());
     EXPECT_TRUE(m.emulator_kernels());
-    ASSERT_EQ(m.designs().size(), 2u);
-    EXPECT_EQ(m.kernels().size(), 24u);   // 4 token sizes x 3 row sizes, bf16 and int8
+    // bf16 and int8, each in the narrow tile (4 token sizes x 3 row sizes) and the wide one (256 and 512 tokens)
+    ASSERT_EQ(m.designs().size(), 4u);
+    EXPECT_EQ(m.kernels().size(), 36u);
     const xdna::npu_kernel* k = m.find(npu_dtype::bf16, npu_dtype::bf16, 512, 1024, 512);
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(k->c, npu_dtype::f32);
@@ -58,12 +59,16 @@ TEST(NpuManifest, EmulatorKernelSetParses) {
     EXPECT_EQ(k->b_bytes(), 512u * 1024 * 2);
     EXPECT_EQ(k->c_bytes(), 512u * 512 * 4);
     EXPECT_EQ(m.design_of(*k).name, "bf16_k1024");
+    EXPECT_EQ(m.design_of(*k).tile.m, 16);
+    EXPECT_EQ(m.design_of(*k).tile.k, 64);
+    EXPECT_EQ(m.design_of(*k).tile.n, 64);
+    EXPECT_EQ(m.design_of(*k).tile.columns, 4);
     const xdna::npu_kernel* q = m.find(npu_dtype::i8, npu_dtype::i8, 64, 1024, 256);
     ASSERT_NE(q, nullptr);
     EXPECT_EQ(q->c, npu_dtype::i32);
     EXPECT_EQ(m.find(npu_dtype::bf16, npu_dtype::bf16, 100, 1024, 256), nullptr);
     const auto bf16 = m.kernels_for(npu_dtype::bf16, npu_dtype::bf16);
-    ASSERT_EQ(bf16.size(), 12u);
+    ASSERT_EQ(bf16.size(), 18u);
     EXPECT_EQ(bf16.front()->tokens, 64);
     EXPECT_EQ(bf16.front()->rows, 256);
     EXPECT_EQ(bf16.back()->tokens, 512);
@@ -71,7 +76,7 @@ TEST(NpuManifest, EmulatorKernelSetParses) {
     EXPECT_TRUE(m.kernels_for(npu_dtype::bf16, npu_dtype::i8).empty());
     // Blocks of one design share its xclbin, so one hardware context.
     for (const auto& d : m.designs()) {
-        EXPECT_EQ(d.kernels.size(), 12u);
+        EXPECT_EQ(d.kernels.size(), d.tile.m == 16 ? 12u : 6u) << d.name;
         for (int ki : d.kernels) EXPECT_EQ(m.kernels()[ki].design, d.index);
     }
 }
@@ -121,7 +126,19 @@ TEST(NpuManifest, BadShapes) {
     std::string msg = load_error([](json& d) { d["designs"][0]["blocks"][0]["tokens"] = 0; });
     EXPECT_NE(msg.find("designs[0].blocks[0].tokens: must be a positive integer, got 0"), std::string::npos) << msg;
     msg = load_error([](json& d) { d["designs"][0]["blocks"][0]["rows"] = 100; });
-    EXPECT_NE(msg.find("designs[0].blocks[0].rows: must be a multiple of 16, got 100"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("designs[0].blocks[0].rows: must be a multiple of 256 (columns x tile n), got 100"),
+              std::string::npos) << msg;
+    msg = load_error([](json& d) { d["designs"][0]["blocks"][0]["tokens"] = 32; });
+    EXPECT_NE(msg.find("designs[0].blocks[0].tokens: must be a multiple of 64 (4 rows x tile m), got 32"),
+              std::string::npos) << msg;
+    msg = load_error([](json& d) { d["designs"][0].erase("tile"); });
+    EXPECT_NE(msg.find("designs[0].tile: missing"), std::string::npos) << msg;
+    msg = load_error([](json& d) { d["designs"][0]["tile"]["columns"] = 5; });
+    EXPECT_NE(msg.find("designs[0].tile.columns: npu1 has 4 usable columns"), std::string::npos) << msg;
+    msg = load_error([](json& d) { d["designs"][0]["tile"]["k"] = 44; });
+    EXPECT_NE(msg.find("designs[0].tile.k: must be a multiple of 8"), std::string::npos) << msg;
+    msg = load_error([](json& d) { d["designs"][0]["tile"]["k"] = 40; });
+    EXPECT_NE(msg.find("the design's k 1024 is not a multiple of it (40)"), std::string::npos) << msg;
     msg = load_error([](json& d) { d["designs"][0]["k"] = "1024"; });
     EXPECT_NE(msg.find("designs[0].k: must be a positive integer"), std::string::npos) << msg;
     msg = load_error([](json& d) { d["designs"][0]["blocks"][1]["tokens"] = 64; d["designs"][0]["blocks"][1]["rows"] = 256; });

@@ -301,7 +301,7 @@ TEST(NpuRuntime, NullModeModelsQueuedLaunches) {
     scoped_env disp("XDNA_EMU_DISPATCH_US", "50000");
     scoped_env gap("XDNA_EMU_QUEUED_US", "5000");
     auto rt = npu_runtime::open(test_options());
-    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 64, 256);   // 3140 GFLOP/s: 0.01 ms of work each
+    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 64, 256);   // the timing model: 0.03 ms of work each
     std::vector<npu_buffer> bufs;
     for (int i = 0; i < 12; ++i) bufs.push_back(rt->alloc(k, static_cast<npu_arg>(i % 3)));
     const auto t0 = std::chrono::steady_clock::now();
@@ -311,6 +311,55 @@ TEST(NpuRuntime, NullModeModelsQueuedLaunches) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_GE(ms, 65.0);    // 50 + 3 x 5
     EXPECT_LT(ms, 180.0);   // not 4 x 50: the dispatches overlap
+}
+
+// The wall-clock bounds below are the model's lower bounds (a wait never returns before the modelled end), with
+// figures set large enough that a loaded machine cannot blur them.
+static double seconds_of_runs(npu_runtime& rt, const std::vector<const npu_kernel*>& ks) {
+    std::vector<npu_buffer> bufs;
+    for (const npu_kernel* k : ks) {
+        rt.acquire(*k);
+        for (int i = 0; i < 3; ++i) bufs.push_back(rt.alloc(*k, static_cast<npu_arg>(i)));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<npu_run> runs;
+    for (size_t i = 0; i < ks.size(); ++i) runs.push_back(rt.launch(*ks[i], bufs[3 * i], bufs[3 * i + 1], bufs[3 * i + 2]));
+    for (auto& r : runs) rt.wait(r);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(NpuRuntime, NullModeChargesADesignSwitch) {
+    // A run of another design than the one before it waits for the array's reconfiguration; runs of one design don't.
+    scoped_env mode("XDNA_EMU_MODE", "null");
+    scoped_env disp("XDNA_EMU_DISPATCH_US", "0");
+    scoped_env gap("XDNA_EMU_QUEUED_US", "0");
+    scoped_env sw("XDNA_EMU_SWITCH_US", "60000");
+    auto rt = npu_runtime::open(test_options());
+    const npu_kernel& narrow = kernel(*rt, npu_dtype::bf16, 256, 256);   // the first design of the set (m = 16)
+    const npu_kernel* wide = nullptr;                                       // the same block in the wide tile
+    for (const npu_kernel& k : rt->manifest().kernels()) {
+        if (k.design != narrow.design && k.a == npu_dtype::bf16 && k.tokens == 256 && k.rows == 256 && k.k == 1024) wide = &k;
+    }
+    ASSERT_NE(wide, nullptr);
+    EXPECT_GE(rt->manifest().design_of(*wide).tile.m, 64);
+    seconds_of_runs(*rt, {&narrow});   // the array holds the narrow design
+    EXPECT_GE(seconds_of_runs(*rt, {wide, wide, &narrow}), 0.120);   // two switches
+    const double same = seconds_of_runs(*rt, {&narrow, &narrow, &narrow});
+    EXPECT_LT(same, 0.060) << "runs of the design the array holds paid a switch";
+}
+
+TEST(NpuRuntime, NullModeTimesBlocksByTheSiliconModelAtThePowerModesClock) {
+    // The power saver's 0.80 GHz: four 512 x 1,024 x 1,024 blocks of the narrow tile, each as long as the model says.
+    scoped_env mode("XDNA_EMU_MODE", "null");
+    scoped_env power("XDNA_EMU_POWER_MODE", "powersaver");
+    auto rt = npu_runtime::open(test_options());
+    EXPECT_NE(rt->device_name().find("software XDNA1"), std::string::npos);
+    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 512, 1024);
+    xdna::xdna1_block b;
+    b.M = 512; b.K = 1024; b.N = 1024;
+    const double one = xdna::xdna1_block_seconds(rt->manifest().design_of(k).tile, b, xdna::xdna1_clock_saver_hz);
+    EXPECT_GT(one, 1.5e-3);
+    EXPECT_GE(seconds_of_runs(*rt, {&k, &k, &k, &k}), 4 * one);
 }
 
 TEST(NpuRuntime, TimedModeHoldsCompletionToTheModel) {

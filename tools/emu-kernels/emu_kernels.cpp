@@ -4,8 +4,9 @@
 //   xdna-emu-kernels --out DIR [--tokens 64,128,256,512] [--rows 256,512,1024] [--k 1024] [--k-complete 2048,4096]
 //                    [--no-int8] [--with-mixed]
 //
-// The set mirrors what kernels/build-kernels.sh builds with mlir-aie for a real NPU: one bf16 x bf16 -> f32 design
-// and one i8 x i8 -> i32 design with K = 1024, each with an instruction stream per (tokens, rows) block.
+// The set mirrors what kernels/build-kernels.sh builds with mlir-aie for a real NPU: bf16 x bf16 -> f32 and
+// i8 x i8 -> i32 designs with K = 1024, each in a narrow tile (m = 16: every block) and a wide one (m = 64: blocks of
+// 256 tokens and more), with an instruction stream per (tokens, rows) block.
 #include "xdna_emu/emu_format.h"
 
 #include <nlohmann/json.hpp>
@@ -87,39 +88,59 @@ int main(int argc, char** argv) {
     if (out.empty()) die("--out DIR is required");
     make_dir(out);
 
-    std::vector<xdna_emu::design> designs;
-    auto add = [&](const char* prefix, xdna_emu::dtype a, xdna_emu::dtype b, xdna_emu::dtype c, uint32_t tile_k,
-                   uint32_t k) {
+    // Per data type a design of the narrow tile (m = 16), which serves blocks of every token size, and one of the wide
+    // tile (m = 64) for blocks of 256 tokens and more, where the silicon model finds it faster (docs/emulator.md)
+    struct planned {
         xdna_emu::design d;
-        d.name = std::string(prefix) + "_k" + std::to_string(k);
-        d.a = a;
-        d.b = b;
-        d.c = c;
-        d.tile_m = 16;
-        d.tile_k = tile_k;
-        d.tile_n = 64;
-        d.columns = 4;
-        d.k = k;
-        const std::string bad = xdna_emu::design_check(d);
-        if (!bad.empty()) die("design " + d.name + ": " + bad);
-        designs.push_back(d);
+        std::vector<uint32_t> tokens;
+    };
+    std::vector<planned> designs;
+    auto add = [&](const std::string& name, xdna_emu::dtype a, xdna_emu::dtype b, xdna_emu::dtype c, uint32_t tile_m,
+                   uint32_t tile_k, uint32_t tile_n, uint32_t k) {
+        planned p;
+        p.d.name = name;
+        p.d.a = a;
+        p.d.b = b;
+        p.d.c = c;
+        p.d.tile_m = tile_m;
+        p.d.tile_k = tile_k;
+        p.d.tile_n = tile_n;
+        p.d.columns = 4;
+        p.d.k = k;
+        const std::string bad = xdna_emu::design_check(p.d);
+        if (!bad.empty()) die("design " + p.d.name + ": " + bad);
+        for (uint32_t t : tokens) {
+            if (t % (4 * tile_m) == 0) p.tokens.push_back(t);
+        }
+        if (!p.tokens.empty()) designs.push_back(p);
     };
     using xdna_emu::dtype;
-    for (uint32_t k : ks) add("bf16", dtype::bf16, dtype::bf16, dtype::f32, 64, k);
-    for (uint32_t k : k_complete) add("bf16", dtype::bf16, dtype::bf16, dtype::f32, 64, k);
-    if (int8) for (uint32_t k : ks) add("i8", dtype::i8, dtype::i8, dtype::i32, 128, k);
-    if (mixed) for (uint32_t k : ks) add("bf16i8", dtype::bf16, dtype::i8, dtype::f32, 64, k);
+    for (uint32_t k : ks) {
+        const std::string sk = "_k" + std::to_string(k);
+        add("bf16" + sk, dtype::bf16, dtype::bf16, dtype::f32, 16, 64, 64, k);
+        add("bf16" + sk + "_m64", dtype::bf16, dtype::bf16, dtype::f32, 64, 64, 32, k);
+    }
+    for (uint32_t k : k_complete) add("bf16_k" + std::to_string(k), dtype::bf16, dtype::bf16, dtype::f32, 16, 64, 64, k);
+    if (int8) {
+        for (uint32_t k : ks) {
+            const std::string sk = "_k" + std::to_string(k);
+            add("i8" + sk, dtype::i8, dtype::i8, dtype::i32, 16, 128, 64, k);
+            add("i8" + sk + "_m64", dtype::i8, dtype::i8, dtype::i32, 64, 64, 64, k);
+        }
+    }
+    if (mixed) for (uint32_t k : ks) add("bf16i8_k" + std::to_string(k), dtype::bf16, dtype::i8, dtype::f32, 16, 64, 64, k);
 
     using json = nlohmann::ordered_json;
     json jdesigns = json::array();
     size_t blocks = 0;
-    for (const auto& d : designs) {
+    for (const auto& p : designs) {
+        const xdna_emu::design& d = p.d;
         const std::string xclbin = d.name + ".xclbin";
         const std::string text = xdna_emu::xclbin_text(d);
         write_file(out + "/" + xclbin, text.data(), text.size());
         make_dir(out + "/" + d.name);
         json jblocks = json::array();
-        for (uint32_t t : tokens) {
+        for (uint32_t t : p.tokens) {
             for (uint32_t r : rows) {
                 const std::string bad = xdna_emu::design_check_block(d, t, r);
                 if (!bad.empty()) die("design " + d.name + ", block " + std::to_string(t) + "x" + std::to_string(r) + ": " + bad);
@@ -138,6 +159,7 @@ int main(int argc, char** argv) {
                             {"c", xdna_emu::dtype_name(d.c)},
                             {"b_layout", "nk"},
                             {"k", d.k},
+                            {"tile", {{"m", d.tile_m}, {"k", d.tile_k}, {"n", d.tile_n}, {"columns", d.columns}}},
                             {"blocks", jblocks}});
     }
     const json manifest = {{"format", "ggml-xdna-kernels"},

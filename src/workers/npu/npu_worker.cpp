@@ -98,9 +98,9 @@ std::string npu_worker::description() const {
     return rt->device_name();   // the emulator names itself one
 }
 
-const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
-    return w8 ? choose_design(rt->manifest(), npu_dtype::i8, npu_dtype::i8, w->ne[0])
-              : choose_design(rt->manifest(), npu_dtype::bf16, npu_dtype::bf16, w->ne[0]);
+std::vector<const npu_design *> npu_worker::designs_for(const ggml_tensor * w) const {
+    return w8 ? choose_designs(rt->manifest(), npu_dtype::i8, npu_dtype::i8, w->ne[0])
+              : choose_designs(rt->manifest(), npu_dtype::bf16, npu_dtype::bf16, w->ne[0]);
 }
 
 bool npu_worker::accepts(const multiply & m) const {
@@ -111,24 +111,25 @@ bool npu_worker::accepts(const multiply & m) const {
     // that the model kept at full precision on purpose (an MoE router, whose expert choice flips on small errors; a
     // single output that is the small difference of large terms, whose relative error bf16 cannot bound)
     if (node->src[0]->type == GGML_TYPE_F32) return false;
-    return xdna_weight_convertible(node->src[0], nullptr) && design_for(node->src[0]) != nullptr;
+    return xdna_weight_convertible(node->src[0], nullptr) && !designs_for(node->src[0]).empty();
 }
 
 int64_t npu_worker::row_align(const multiply & m) const {
-    // the design's smallest block: a range of fewer rows would still cost a whole launch
-    const npu_design * d = design_for(m.node->src[0]);
+    // the designs' smallest block: a range of fewer rows would still cost a whole launch
     int64_t rows = 0;
-    for (int idx : d ? d->kernels : std::vector<int>{}) {
-        const int64_t r = rt->manifest().kernels()[idx].rows;
-        rows = rows == 0 ? r : std::min(rows, r);
+    for (const npu_design * d : designs_for(m.node->src[0])) {
+        for (int idx : d->kernels) {
+            const int64_t r = rt->manifest().kernels()[idx].rows;
+            rows = rows == 0 ? r : std::min(rows, r);
+        }
     }
     return std::max<int64_t>(rows, 1);
 }
 
 bool npu_worker::describe(multiply & m) const {
     const ggml_tensor * w = m.node->src[0];
-    const npu_design * d = design_for(w);
-    if (!d) return false;
+    const std::vector<const npu_design *> ds = designs_for(w);
+    if (ds.empty()) return false;
     // The block is chosen on the tokens of a typical matrix: all of them, or for a MUL_MAT_ID the mean routed to one
     // expert, a figure of the shape, so that the block (the planner's unit of NPU work) stays the same from one
     // multiply of the shape to the next. The launches and the activations are those of this multiply.
@@ -137,7 +138,8 @@ bool npu_worker::describe(multiply & m) const {
         const ggml_tensor * ids = m.node->src[2];
         tokens = std::max<int64_t>(1, ids->ne[0] * ids->ne[1] / w->ne[2]);
     }
-    const npu_tiling t = choose_tiling(rt->manifest(), *d, tokens, w->ne[1], w->ne[0], cost, slot_rows.load());
+    const npu_tiling t = choose_tiling(rt->manifest(), ds, tokens, w->ne[1], w->ne[0], cost, slot_rows.load(),
+                                       held_design.load());
     if (!t.kernel) return false;   // no block of the design as narrow as the slots hold (another design's sizes)
     int64_t token_blocks = (m.key.tokens + t.kernel->tokens - 1) / t.kernel->tokens, activations = w->ne[0] * m.key.tokens;
     if (m.is_id()) {
@@ -173,10 +175,14 @@ void npu_worker::load_designs() {
 }
 
 std::shared_ptr<resident_weight> npu_worker::place_weight(const ggml_tensor * w, const converted_weight & cw) {
-    const npu_design * d = design_for(w);
-    if (!d || d->kernels.empty() || !resident_ok.load() || d->k <= 0 || cw.ld % d->k != 0) return nullptr;
+    const std::vector<const npu_design *> ds = designs_for(w);
+    if (ds.empty() || !resident_ok.load()) return nullptr;
+    const npu_design * d = ds[0];   // they share the K block, so the weights' layout
+    if (d->k <= 0 || cw.ld % d->k != 0) return nullptr;
     int64_t max_rows = 0;   // the largest block's rows: zero rows after the last panel, up to a whole such block
-    for (int idx : d->kernels) max_rows = std::max<int64_t>(max_rows, rt->manifest().kernels()[idx].rows);
+    for (const npu_design * di : ds) {
+        for (int idx : di->kernels) max_rows = std::max<int64_t>(max_rows, rt->manifest().kernels()[idx].rows);
+    }
     const int64_t tail = (max_rows - cw.rows % max_rows) % max_rows;
     const size_t elem = cw.format == weight_format::bf16 ? 2 : 1;
     std::string why;
@@ -191,32 +197,41 @@ std::shared_ptr<resident_weight> npu_worker::place_weight(const ggml_tensor * w,
 }
 
 void npu_worker::reserve_slots(const npu_kernel & kn) {
-    // Buffers sized for the design's widest block serve every block of it, so they are allocated once per design:
+    // Buffers sized for the widest block of kn's design, and of the designs with the same types and K block (other
+    // tiles of it), serve every block of them, so they are allocated once per such group (named by its first design):
     // weights made resident later never leave the pipeline without pinned memory for its own buffers. Where the
     // locked-memory limit leaves too little for min_depth slots of the widest blocks, they are sized for the next
     // narrower ones, which are then the widest the worker uses (slot_rows): an 8 MiB limit holds two slots of
     // 512-row blocks (2 MiB each) and the arena, not two of 1,024 rows (4 MiB each).
-    if (depth >= min_depth && slots[0]->design == kn.design) return;
     const npu_design & d = rt->manifest().design_of(kn);
+    std::vector<const npu_kernel *> blocks;
+    int group = -1;
+    for (const npu_design & o : rt->manifest().designs()) {
+        if (o.a != d.a || o.b != d.b || o.k != d.k) continue;
+        if (group < 0) group = o.index;
+        for (int idx : o.kernels) blocks.push_back(&rt->manifest().kernels()[idx]);
+    }
+    if (depth >= min_depth && slots[0]->design == group) return;
     std::vector<int64_t> widths;
-    for (int idx : d.kernels) widths.push_back(rt->manifest().kernels()[idx].rows);
+    for (const npu_kernel * k : blocks) widths.push_back(k->rows);
     std::sort(widths.rbegin(), widths.rend());
     widths.erase(std::unique(widths.begin(), widths.end()), widths.end());
     for (size_t i = 0; i < widths.size(); ++i) {
-        if (reserve_slots_for(d, widths[i], i + 1 == widths.size())) {
+        if (reserve_slots_for(blocks, group, widths[i], i + 1 == widths.size())) {
             slot_rows.store(widths[i]);
             return;
         }
     }
 }
 
-// The slots for blocks of `d` up to `max_rows` rows: false where fewer than min_depth can be had (none kept then),
-// unless `last`, which throws.
-bool npu_worker::reserve_slots_for(const npu_design & d, int64_t max_rows, bool last) {
+// The slots for `blocks` up to `max_rows` rows: false where fewer than min_depth can be had (none kept then), unless
+// `last`, which throws.
+bool npu_worker::reserve_slots_for(const std::vector<const npu_kernel *> & blocks, int group, int64_t max_rows,
+                                   bool last) {
     size_t a = 0, b = 0, c = 0;
     const npu_kernel * any = nullptr;
-    for (int idx : d.kernels) {
-        const npu_kernel & k = rt->manifest().kernels()[idx];
+    for (const npu_kernel * kp : blocks) {
+        const npu_kernel & k = *kp;
         if (k.rows > max_rows) continue;
         any = &k;
         a = std::max(a, k.a_bytes());
@@ -244,7 +259,7 @@ bool npu_worker::reserve_slots_for(const npu_design & d, int64_t max_rows, bool 
             if (last) throw npu_error(npu_errc::buffer, refused);
             return false;
         }
-        s.design = d.index;
+        s.design = group;
         depth = i + 1;
     }
     if (depth < max_depth) {
@@ -274,8 +289,9 @@ bool npu_worker::reserve_arena(const npu_kernel & kn, size_t bytes) {
 }
 
 bool npu_worker::prepare_weight(const ggml_tensor * w) {
-    const npu_design * d = design_for(w);
-    if (!d) return false;
+    const std::vector<const npu_design *> ds = designs_for(w);
+    if (ds.empty()) return false;
+    const npu_design * d = ds[0];   // they share the K block
     const int64_t ld = (w->ne[0] + d->k - 1) / d->k * d->k;
     std::string err;
     bool all = true;
@@ -699,7 +715,9 @@ void npu_worker::launch_next(call & c) {
     slot & s = *slots[i % c.depth];
     fill_slot(c, s, i);
     trace::scope ts("launch");
-    s.run = rt->launch(*c.row_blocks[c.blocks[i].rbi].kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
+    const npu_kernel & kn = *c.row_blocks[c.blocks[i].rbi].kn;
+    s.run = rt->launch(kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
+    held_design.store(kn.design, std::memory_order_relaxed);
     if (i == 0) c.first_launched = now_seconds();
     c.launched++;
 }

@@ -94,7 +94,8 @@ class npu_worker final : public async_worker {
     struct block;
     struct row_block;
     struct call;
-    const npu_design * design_for(const ggml_tensor * w) const;
+    // the designs that can compute w (one per core tile, all of one K block: kernel_choice.h); empty: none
+    std::vector<const npu_design *> designs_for(const ggml_tensor * w) const;
     struct driven_call;
     work_result compute(const multiply & m, row_range rows);
     work_result ended(work_result r);   // every call's end: the lent threads released, failures counted
@@ -118,8 +119,10 @@ class npu_worker final : public async_worker {
     void note_failure(const std::string & why);
     // the cache's placer: an NPU buffer for a weight
     std::shared_ptr<npu::resident_weight> place_weight(const ggml_tensor * w, const npu::converted_weight & cw);
-    void reserve_slots(const npu_kernel & kn);   // the slots' buffers and the activation arena for kn's design
-    bool reserve_slots_for(const npu_design & d, int64_t max_rows, bool last);
+    // the slots' buffers and the activation arena for kn's design and every other design of its types and K block
+    // (its other tiles: the slots serve them all)
+    void reserve_slots(const npu_kernel & kn);
+    bool reserve_slots_for(const std::vector<const npu_kernel *> & blocks, int group, int64_t max_rows, bool last);
     void release_slots();
     bool reserve_arena(const npu_kernel & kn, size_t bytes);   // false: no bigger buffer to be had (it keeps its own)
 
@@ -127,6 +130,7 @@ class npu_worker final : public async_worker {
     npu::weight_cache            weights;
     npu::npu_cost_model          cost;
     bool                         w8;
+    std::atomic<int>             held_design{ -1 };   // the design of the last launch: the one the NPU holds
     // Runs in flight: one per slot. Two keep the NPU fed while the host takes one block's result in less time than
     // the NPU computes the next; a third keeps it fed where the host takes longer than that (a 512x512 f32 block's
     // result is ~1 MiB to sync and copy, ~160-190 us on one core, while the modelled NPU at 3,140 GFLOP/s computes a
