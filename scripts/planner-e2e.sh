@@ -133,6 +133,7 @@ if [[ " ${speed_names[*]} " =~ " "(fast|slow)" " ]] && [[ -z "${FAST_NPU:-}" || 
 fi
 
 configs=("${shares[@]}" auto)
+bounds=()
 kept=${KEPT:-0}
 [[ $kept == 1 ]] && configs+=(kept)
 status=0
@@ -253,6 +254,16 @@ for speed in "${speed_names[@]}"; do
             printf '\n'
         } >>"$table_busy"
     fi
+    # The bound on CPU and NPU together: the prompt's time outside the claimed multiplies (the CPU alone, share 0)
+    # plus the multiplies' work at the sum of the two workers' own rates on them (each alone: shares 0 and 1), per
+    # prompt (a process runs REPS prompts and the warm-up); shown, not checked
+    if [[ -n "${runs[0]:-}" && -n "${runs[1]:-}" ]] && ! grep -q '?' <<<"${runs_ms[0]:-?} ${runs_ms[1]:-?}"; then
+        bound=$(awk -v ts0="$(centre_of 0)" -v c="$(centre_in "${runs_ms[0]}")" -v n="$(centre_in "${runs_ms[1]}")" \
+            -v prompts="$((reps + 1))" 'BEGIN { tc = c / 1000 / prompts; tn = n / 1000 / prompts;
+                outside = 512 / ts0 - tc; if (outside < 0) outside = 0;
+                printf "%.1f", 512 / (outside + 1 / (1 / tc + 1 / tn)) }')
+        bounds+=("$label: bound $bound tokens/s, auto/bound $(awk -v a="$auto" -v b="$bound" 'BEGIN { printf "%.3f", a / b }')")
+    fi
     if awk -v r="$ratio" -v m="$min_ratio" 'BEGIN { exit !(r < m) }'; then
         echo "FAIL: $speed NPU: auto $auto tokens/s is $ratio of the best fixed share ($best_c: $best), below $min_ratio"
         status=1
@@ -278,6 +289,11 @@ if [[ $(wc -l <"$table_ms") -gt 1 ]]; then
     cat "$table_ms"
 fi
 [[ $(wc -l <"$table_busy") -gt 1 ]] && cat "$table_busy"
+if ((${#bounds[@]})); then
+    echo "the bound on CPU and NPU together (outside the multiplies as the CPU alone, the multiplies at the two workers'"
+    echo "own rates added, from shares 0 and 1); shown, not checked:"
+    printf '  %s\n' "${bounds[@]}"
+fi
 # what the planner had learned per shape at the end of the last auto run (the plugin appends it to its report)
 last_auto=$(ls -t "$work"/*-auto-*.report 2>/dev/null | head -1 || true)
 if [[ -n "$last_auto" ]] && grep -q '^planner: ' "$last_auto"; then
