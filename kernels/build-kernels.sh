@@ -4,7 +4,7 @@
 # environment set up (Python packages, Peano), and it has not been run by the project (no machine here has it).
 #
 #   kernels/build-kernels.sh --mlir-aie DIR [--out DIR] [--tokens 64,128,256,512] [--rows 256,512,1024] [--k 1024]
-#                            [--k-complete 2048,4096] [--no-int8] [--xclbin-per-block] [--jobs N]
+#                            [--k-complete 2048,4096] [--no-int8] [--no-wide-tiles] [--xclbin-per-block] [--jobs N]
 #                            [--any-mlir-aie]
 #
 # The mlir-aie checkout must be at the pinned commit below (--any-mlir-aie accepts another one that contains the
@@ -13,8 +13,12 @@
 # streams as raw words since mlir-aie b0baba5c0 (2025-03-20).
 #
 # Designs (mlir-aie programming_examples/basic/matrix_multiplication/whole_array, 4 columns, B column-major):
-#   bf16: bf16 x bf16 -> f32, core tile 16 x 64 x 64
-#   i8:   i8 x i8 -> i32,     core tile 16 x 128 x 64
+#   bf16:     bf16 x bf16 -> f32, core tile 16 x 64 x 64 (every block)
+#   bf16_m64: bf16 x bf16 -> f32, core tile 64 x 64 x 32 (the upstream default; blocks of 256 tokens and more)
+#   i8:       i8 x i8 -> i32,     core tile 16 x 128 x 64 (every block)
+#   i8_m64:   i8 x i8 -> i32,     core tile 64 x 64 x 64 (blocks of 256 tokens and more)
+# The wide tiles (m = 64) are what the published XDNA1 measurements favour where a block has the tokens for them
+# (docs/emulator.md, "The timing model"); --no-wide-tiles leaves them out.
 # Each (tokens, rows) block is one whole_array build; its instruction stream goes into the manifest. By default
 # the blocks of one design share one xclbin (the one built for the largest block), which is what lets one
 # hardware context serve every block size: the core program depends on K and the tile only. Check that on the
@@ -26,7 +30,7 @@ set -euo pipefail
 pinned_mlir_aie=${GGML_XDNA_MLIR_AIE_PIN:-979629649}   # the override is for tests/npu/test-build-kernels.sh
 required_mlir_aie="eca6ce66f b0baba5c0"
 
-mlir_aie="" out="" tokens="64,128,256,512" rows="256,512,1024" ks="1024" k_complete="" int8=1 per_block=0 jobs=2 any_mlir_aie=0
+mlir_aie="" out="" tokens="64,128,256,512" rows="256,512,1024" ks="1024" k_complete="" int8=1 wide=1 per_block=0 jobs=2 any_mlir_aie=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --mlir-aie) mlir_aie="$2"; shift 2 ;;
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
         --k) ks="$2"; shift 2 ;;
         --k-complete) k_complete="$2"; shift 2 ;;
         --no-int8) int8=0; shift ;;
+        --no-wide-tiles) wide=0; shift ;;
         --xclbin-per-block) per_block=1; shift ;;
         --jobs) jobs="$2"; shift 2 ;;
         --any-mlir-aie) any_mlir_aie=1; shift ;;
@@ -79,8 +84,14 @@ if [ -n "$k_complete" ]; then IFS=, read -r -a kc_list <<< "$k_complete"; else k
 # name dtype_in dtype_out m k n K
 designs=()
 for K in "${k_list[@]}" "${kc_list[@]}"; do designs+=("bf16_k$K bf16 f32 16 64 64 $K"); done
+if [ "$wide" = 1 ]; then
+    for K in "${k_list[@]}"; do designs+=("bf16_k${K}_m64 bf16 f32 64 64 32 $K"); done
+fi
 if [ "$int8" = 1 ]; then
     for K in "${k_list[@]}"; do designs+=("i8_k$K i8 i32 16 128 64 $K"); done
+    if [ "$wide" = 1 ]; then
+        for K in "${k_list[@]}"; do designs+=("i8_k${K}_m64 i8 i32 64 64 64 $K"); done
+    fi
 fi
 
 blocks_file="$out/blocks.txt"   # design T R xclbin instr, one line per built block
@@ -89,6 +100,7 @@ failed=0
 for d in "${designs[@]}"; do
     read -r name din dout tm tk tn K <<< "$d"
     for T in "${token_list[@]}"; do
+        [ $((T % (4 * tm))) = 0 ] || continue   # the tile's 4 rows of m must divide the block's tokens
         for R in "${row_list[@]}"; do
             # The example builds into its own build/ folder, and its intermediate files are keyed by a suffix that
             # encodes neither the data types nor b_col_maj (nor does the core object mm_<m>x<k>x<n>.o): leftovers
@@ -114,7 +126,7 @@ for d in "${designs[@]}"; do
             mkdir -p "$out/$name"
             cp "$dir/build/final_${suffix}.xclbin" "$out/$name/t${T}_r${R}.xclbin"
             cp "$instr" "$out/$name/t${T}_r${R}.bin"
-            echo "$name $din $dout $K $T $R $name/t${T}_r${R}.xclbin $name/t${T}_r${R}.bin" >> "$blocks_file"
+            echo "$name $din $dout $K $T $R $name/t${T}_r${R}.xclbin $name/t${T}_r${R}.bin $tm $tk $tn" >> "$blocks_file"
         done
     done
 done
@@ -124,10 +136,12 @@ import json, shutil, sys
 out, blocks_file, per_block, mlir_aie_head = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
 rows = [line.split() for line in open(blocks_file) if line.strip()]
 designs = {}
-for name, din, dout, K, T, R, xclbin, instr in rows:
+for name, din, dout, K, T, R, xclbin, instr, tm, tk, tn in rows:
     key = f"{name}_t{T}_r{R}" if per_block else name
     d = designs.setdefault(key, {"name": key, "xclbin": xclbin, "kernel": "MLIR_AIE", "a": din, "b": din,
-                                 "c": dout, "b_layout": "nk", "k": int(K), "blocks": [], "_largest": 0})
+                                 "c": dout, "b_layout": "nk", "k": int(K),
+                                 "tile": {"m": int(tm), "k": int(tk), "n": int(tn), "columns": 4},
+                                 "blocks": [], "_largest": 0})
     d["blocks"].append({"name": f"{name}_t{T}_r{R}", "tokens": int(T), "rows": int(R), "instr": instr})
     if not per_block and int(T) * int(R) > d["_largest"]:
         d["_largest"], d["xclbin"] = int(T) * int(R), xclbin
