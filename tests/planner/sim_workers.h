@@ -4,6 +4,7 @@
 #pragma once
 
 #include "planner/planner.h"
+#include "xdna1_timing.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -83,7 +84,8 @@ inline sim_worker sim_gpu(double row_s, int64_t align = 1) {
     return w;
 }
 
-// An NPU `speedup` times as fast per row as a CPU of `cpu_row_s`, launching 512-row blocks after 180 us of setup.
+// An NPU at a flat rate, pinned on purpose: `speedup` times as fast per row as a CPU of `cpu_row_s`, launching 512-row
+// blocks after 180 us of setup (for the planner's behaviour across speeds; sim_npu_8700g is the silicon's).
 inline sim_worker sim_npu(double speedup, bool blocks, bool hint, double cpu_row_s = 5e-6) {
     sim_worker w{ worker_kind::npu, 1 };
     w.fixed_s = 180e-6;
@@ -94,6 +96,27 @@ inline sim_worker sim_npu(double speedup, bool blocks, bool hint, double cpu_row
     } else {
         w.row_s = cpu_row_s / speedup;
     }
+    return w;
+}
+
+// The NPU as the XDNA1 timing model has it (src/npu/xdna1_timing.h) on a multiply of 512 tokens x K = 1,024: blocks of
+// 256 rows, and of 1,024 where the rows fill one, of the design the worker would choose (the wide tile, m64·k64·n32,
+// or the narrow one, m16·k64·n64), each launch after the queued gap; the first dispatch as its fixed cost.
+inline sim_worker sim_npu_8700g(bool wide_tile = true, double clock_hz = xdna1_clock_default_hz) {
+    xdna1_tile t;
+    if (wide_tile) { t.m = 64; t.k = 64; t.n = 32; }
+    auto launch = [&](int64_t rows) {
+        xdna1_block b;
+        b.M = 512; b.K = 1024; b.N = rows;
+        return xdna1_queued_s + xdna1_block_seconds(t, b, clock_hz);
+    };
+    sim_worker w{ worker_kind::npu, 1 };
+    w.fixed_s    = xdna1_dispatch_s;
+    w.block_rows = 256;
+    w.launch_s   = launch(256);
+    w.wide_rows  = 1024;
+    w.wide_units = launch(1024) / w.launch_s;
+    w.hint       = true;
     return w;
 }
 

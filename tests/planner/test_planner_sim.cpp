@@ -450,6 +450,25 @@ TEST(planner_sim, an_npu_with_wider_blocks_converges_to_the_fastest_split) {
     }
 }
 
+// The NPU of the silicon model (the wide and the narrow tile, default and balanced power mode) beside CPUs from
+// one that outruns the NPU (1 us a row of 512 tokens x 1,024: 1 TFLOP/s) to one it outruns 4x: auto finds the
+// fastest split within a few calls.
+TEST(planner_sim, converges_beside_the_silicon_modelled_npu) {
+    for (bool wide : { true, false }) {
+        for (double hz : { xdna1_clock_default_hz, xdna1_clock_balanced_hz }) {
+            for (double cpu_row_s : { 1e-6, 2e-6, 5e-6, 20e-6 }) {
+                sim_worker npu = sim_npu_8700g(wide, hz);
+                npu.reports_fixed = true;
+                simulation sim(auto_opts(), { npu, sim_cpu(cpu_row_s, 8) }, 3072);
+                char name[96];
+                snprintf(name, sizeof(name), "8700g %s tile, %.2f GHz, cpu %.0f us/row", wide ? "wide" : "narrow",
+                         hz / 1e9, cpu_row_s * 1e6);
+                expect_converges(sim, name, 8);
+            }
+        }
+    }
+}
+
 // An NPU that is faster on every row than its model of a part says (the CPU's threads, with no rows, do its host
 // work): where the model puts it close to taking everything, auto tries every row, learns that time apart, and
 // settles there; where the model puts it far from it, auto does not try, and a whole that is no faster changes
