@@ -12,7 +12,7 @@ set -euo pipefail
 bin=$1 plugin=$2 gen=$3 src=$4 text=$5
 model=$("$gen" --model llama-tiny --type Q4_0 --llama-src "$src" --llama-bin "$bin")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n "${KEEP:-}" ]] || rm -rf "$work"' EXIT
 for v in $(env | grep -oE '^GGML_XDNA_[A-Z0-9_]+'); do unset "$v"; done
 passed=0 failed=0
 check() {   # check <name> <condition...>
@@ -20,8 +20,8 @@ check() {   # check <name> <condition...>
     if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
 }
 # One run, bounded in time; its log in $work/<tag>.log, its exit status in $work/<tag>.rc. The pinned llama.cpp's
-# logger loses the last lines of a run now and then (the lines written at exit among them): such a run is run
-# again, up to five times.
+# logger loses the last lines of a run now and then (the plugin's lines written at exit among them): a run whose
+# log lacks its final estimate or a line of `expect` is run again, up to five times.
 # `limit` (a command prefix) applies to llama-perplexity alone; its output goes through a pipe.
 limit=()
 run() {   # run <tag> <env...>
@@ -31,14 +31,17 @@ run() {   # run <tag> <env...>
         env GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU=emulator "$@" timeout 120 "${limit[@]}" "$bin/llama-perplexity" \
             -m "$model" -f "$text" -c 128 --chunks 2 -b 128 -t 2 2>&1 | cat >"$work/$tag.log" || rc=$?
         echo "$rc $((SECONDS - t0))" >"$work/$tag.rc"
-        grep -q 'Final estimate' "$work/$tag.log" && break
+        grep -q 'Final estimate' "$work/$tag.log" && all_there "$tag" && break
     done
 }
+expect=()
+all_there() { local e; for e in "${expect[@]}"; do grep -qF -- "$e" "$work/$1.log" || return 1; done; }
 finished() { read -r rc s <"$work/$1.rc"; [[ $rc == 0 && $s -lt 60 ]]; }
 once() { [[ $(grep -cF -- "$2" "$work/$1.log") == 1 ]]; }   # once <tag> <text>: exactly one line has it
 same() { cmp -s "$model" "$1"; }
 
 for f in state report trace; do cp "$model" "$work/$f.gguf"; done
+expect=("$work/state.gguf" "$work/report.gguf" "$work/trace.gguf")
 run victims GGML_XDNA_PLANNER_STATE="$work/state.gguf" GGML_XDNA_REPORT="$work/report.gguf" \
     GGML_XDNA_TRACE="$work/trace.gguf"
 check "victims: the run finishes" finished victims
@@ -50,6 +53,7 @@ check "victims: no file was added beside them" test "$(ls "$work" | grep -c gguf
 
 mkdir "$work/fifo"
 for f in state report trace; do mkfifo "$work/fifo/$f"; done
+expect=("$work/fifo/state" "$work/fifo/report" "$work/fifo/trace")
 run fifos GGML_XDNA_PLANNER_STATE="$work/fifo/state" GGML_XDNA_REPORT="$work/fifo/report" \
     GGML_XDNA_TRACE="$work/fifo/trace"
 check "FIFOs: the run finishes within a minute" finished fifos
@@ -61,6 +65,7 @@ done
 if [[ $(id -u) == 0 ]]; then
     mkdir "$work/dev"
     for f in state report trace; do mknod "$work/dev/$f" c 1 7; done
+    expect=("$work/dev/state" "$work/dev/report" "$work/dev/trace")
     run devices GGML_XDNA_PLANNER_STATE="$work/dev/state" GGML_XDNA_REPORT="$work/dev/report" \
         GGML_XDNA_TRACE="$work/dev/trace"
     check "devices: the run finishes within a minute" finished devices
@@ -76,6 +81,7 @@ fi
 # the log goes through a pipe, which no file size limit applies to
 mkdir "$work/full"
 limit=(bash -c 'ulimit -f 0; trap "" XFSZ; exec "$@"' limited)
+expect=("$work/full/state" "$work/full/report" "$work/full/trace")
 run full GGML_XDNA_PLANNER_STATE="$work/full/state" GGML_XDNA_REPORT="$work/full/report" \
     GGML_XDNA_TRACE="$work/full/trace"
 limit=()
@@ -85,6 +91,7 @@ for f in state report trace; do
 done
 
 mkfifo "$work/manifest.fifo"
+expect=()
 run manifest-fifo GGML_XDNA_NPU_KERNELS="$work/manifest.fifo"
 check "manifest FIFO: the run finishes within a minute" finished manifest-fifo
 check "manifest FIFO: one line names it" once manifest-fifo "kernel manifest '$work/manifest.fifo': is a FIFO"
