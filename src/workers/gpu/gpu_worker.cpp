@@ -66,11 +66,21 @@ struct gpu_worker::impl {
     mutable std::mutex         stats_mtx;
     gpu_worker_stats           st;
 
-    // Forgets the device's objects without freeing them: on a device that is gone, freeing sends messages that
-    // would abort the process (ggml-rpc). The process is left with what they held on the host.
+    // Keeps the device's objects without freeing them: on a device that is gone, freeing sends messages that would
+    // abort the process (ggml-rpc). They stay reachable for the rest of the process (not a leak to a leak checker).
     void abandon() {
+        struct kept_objects {
+            std::mutex mtx;
+            std::vector<std::unique_ptr<gpu::weight_cache>> caches;
+            std::vector<ggml_backend_buffer_t> buffers;
+            std::vector<ggml_backend_t> backends;
+        };
+        static kept_objects * kept = new kept_objects;
+        std::lock_guard<std::mutex> lock(kept->mtx);
+        kept->caches.push_back(std::move(cache));
+        if (scratch) kept->buffers.push_back(scratch);
+        if (backend) kept->backends.push_back(backend);
         scratch = nullptr;
-        (void) cache.release();
         backend = nullptr;
     }
 
