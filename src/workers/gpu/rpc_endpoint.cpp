@@ -20,11 +20,14 @@ namespace {
 
 // The hello of ggml-rpc's wire format (ggml-rpc.cpp, rpc_serve_client): command byte 14, the request's size as a
 // 64-bit integer, the request; the answer is its size as a 64-bit integer, then the version (major, minor, patch
-// bytes first). From protocol 7 the request is the client's 24 bytes of transport capabilities (all zero: plain
-// TCP, nothing to negotiate), before it empty. The server closes a connection whose hello has another size.
+// bytes first). In protocol 7 the request is the client's 24 bytes of transport capabilities (all zero: plain TCP,
+// nothing to negotiate), in earlier ones empty. The server closes a connection whose hello has another size, so a
+// server that closes it is asked again with the other size: a server of this protocol answers one of the two.
 constexpr uint8_t hello_command = 14;
 constexpr uint64_t hello_request_bytes = RPC_PROTO_MAJOR_VERSION >= 7 ? 24 : 0;
+constexpr uint64_t hello_other_request_bytes = hello_request_bytes == 0 ? 24 : 0;
 constexpr uint64_t hello_answer_max = 256;
+constexpr const char * closed_at_hello = "it closed the connection at ggml-rpc's hello (not a ggml-rpc-server)";
 
 using clock_type = std::chrono::steady_clock;
 
@@ -87,19 +90,20 @@ int connect_by(const addrinfo * a, clock_type::time_point deadline, int * err) {
     return -1;
 }
 
-// The hello on the connected `fd`; empty when the server answered as a ggml-rpc-server of this protocol.
-std::string exchange_hello(int fd, clock_type::time_point deadline, int timeout_ms) {
+// The hello with a request of `request_bytes` on the connected `fd`; empty when the server answered as a
+// ggml-rpc-server of this protocol.
+std::string exchange_hello(int fd, uint64_t request_bytes, clock_type::time_point deadline, int timeout_ms) {
     uint8_t request[1 + 8 + 24] = {};
     request[0] = hello_command;
-    memcpy(request + 1, &hello_request_bytes, 8);   // little-endian on every host ggml-rpc runs on, as it writes it
-    if (!send_all(fd, request, 1 + 8 + hello_request_bytes, deadline)) return "the connection failed at the hello";
+    memcpy(request + 1, &request_bytes, 8);   // little-endian on every host ggml-rpc runs on, as it writes it
+    if (!send_all(fd, request, 1 + 8 + request_bytes, deadline)) return "the connection failed at the hello";
     uint64_t answer_bytes = 0;
     const int got = recv_all(fd, (uint8_t *) &answer_bytes, 8, deadline);
     if (got == 1) {
         return "it accepts connections but did not answer ggml-rpc's hello within " + std::to_string(timeout_ms) +
                " ms (not a ggml-rpc-server, or one that serves another client: it serves one at a time)";
     }
-    if (got == 2) return "it closed the connection at ggml-rpc's hello (not a ggml-rpc-server of this protocol)";
+    if (got == 2) return closed_at_hello;
     if (answer_bytes < 3 || answer_bytes > hello_answer_max) return "its answer to ggml-rpc's hello is not ggml-rpc's";
     uint8_t answer[hello_answer_max];
     if (recv_all(fd, answer, answer_bytes, deadline) != 0) return "its answer to ggml-rpc's hello was cut short";
@@ -144,15 +148,18 @@ bool rpc_endpoint::hello(int timeout_ms, std::string * why) {
         sockaddr_storage s = {};
         memcpy(&s, a->ai_addr, a->ai_addrlen);
         addresses.push_back(s);
-        int err = 0;
-        const int fd = connect_by(a, deadline, &err);
-        if (fd < 0) {
-            if (err == ETIMEDOUT) fail = "no connection within " + std::to_string(timeout_ms) + " ms";
-            continue;
+        for (const uint64_t request_bytes : { hello_request_bytes, hello_other_request_bytes }) {
+            int err = 0;
+            const int fd = connect_by(a, deadline, &err);
+            if (fd < 0) {
+                if (err == ETIMEDOUT) fail = "no connection within " + std::to_string(timeout_ms) + " ms";
+                break;
+            }
+            fail = exchange_hello(fd, request_bytes, deadline, timeout_ms);
+            close(fd);
+            if (fail != closed_at_hello) break;
         }
-        fail = exchange_hello(fd, deadline, timeout_ms);
         ok = fail.empty();
-        close(fd);
     }
     freeaddrinfo(res);
     if (!ok) *why = fail;
