@@ -4,12 +4,14 @@
 #include "backend/device.h"
 #include "backend/ggml_check.h"
 #include "util/log.h"
+#include "util/own_file.h"
 
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "xdna_ggml_compat.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -68,15 +70,21 @@ static void ggml_backend_xdna_free(ggml_backend_t backend) {
         XDNA_LOG_SUMMARY("%s", line.c_str());
         const std::string & report = get_config().report;
         if (!report.empty()) {
-            // llama.cpp's logger can lose its last lines at exit: scripts read the summary from this file
-            if (FILE * f = fopen(report.c_str(), "a")) {
-                // what the planner learned, for whoever reads why auto chose what it did; then the summary, last,
-                // where scripts read it
-                for (const std::string & l : ggml_backend_xdna_planner_lines()) fprintf(f, "%s\n", l.c_str());
-                fprintf(f, "ggml-xdna: %s\n", line.c_str());
-                fclose(f);
-            } else {
-                XDNA_LOG_WARN("cannot write GGML_XDNA_REPORT=%s", report.c_str());
+            // llama.cpp's logger can lose its last lines at exit: scripts read the summary from this file. What the
+            // planner learned first, for whoever reads why auto chose what it did; then the summary, last, where
+            // scripts read it
+            std::string text;
+            for (const std::string & l : ggml_backend_xdna_planner_lines()) text += l + "\n";
+            text += "ggml-xdna: " + line + "\n";
+            // a file this plugin appended to starts with one of its own lines; any other file is left alone
+            const auto own = [](const std::string & head) {
+                return head.rfind("planner: ", 0) == 0 || head.rfind("ggml-xdna: ", 0) == 0;
+            };
+            std::string why;
+            static std::atomic<bool> refused{ false };   // one line, not one per backend freed
+            if (!refused && !append_own_file(report, own, text, &why)) {
+                XDNA_LOG_WARN("GGML_XDNA_REPORT=%s %s; the summary is not written there", report.c_str(), why.c_str());
+                refused = true;
             }
         }
     }

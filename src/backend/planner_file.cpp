@@ -3,6 +3,7 @@
 #include "backend/device.h"
 #include "npu/npu_runtime.h"
 #include "util/log.h"
+#include "util/own_file.h"
 #include "xdna_ggml_compat.h"
 
 #include <dlfcn.h>
@@ -15,7 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <mutex>
+#include <set>
 #include <vector>
 
 extern char ** environ;
@@ -25,13 +27,26 @@ namespace xdna {
 namespace {
 
 constexpr const char * header = "ggml-xdna planner state 4";   // 4: pairs of multiplies; 3: the wider blocks
+constexpr const char * header_any = "ggml-xdna planner state ";   // of any version: a file this plugin wrote
+// the plugin writes a few KB (a line per shape); a larger file is not one of its own
+constexpr size_t max_state_bytes = size_t(4) << 20;
+constexpr size_t max_manifest_bytes = size_t(4) << 20;   // as npu_manifest::load reads it
 
-std::string read_file(const std::string & path, bool * ok) {
-    std::ifstream f(path, std::ios::binary);
-    *ok = (bool) f;
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
+bool is_state_file(const std::string & head) { return head.rfind(header_any, 0) == 0; }
+
+// Paths refused once, with one line: not read, not written, and not named again (the state is written at every
+// backend free).
+std::mutex refused_mutex;
+std::set<std::string> refused_paths;
+
+bool refused(const std::string & path) {
+    std::lock_guard<std::mutex> lock(refused_mutex);
+    return refused_paths.count(path) != 0;
+}
+
+void refuse(const std::string & path) {
+    std::lock_guard<std::mutex> lock(refused_mutex);
+    refused_paths.insert(path);
 }
 
 uint64_t fnv1a(const std::string & s) {
@@ -84,8 +99,8 @@ std::string plugin_path() {
 
 std::string planner_file_identity(const device_state & st, int threads) {
     const std::string manifest = st.cfg.npu_kernels.empty() ? npu_default_manifest_path() : st.cfg.npu_kernels;
-    bool read = false;
-    const std::string kernels = read_file(manifest, &read);
+    std::string kernels, why;
+    const bool read = read_regular_file(manifest, max_manifest_bytes, &kernels, &why) == file_read::ok;
     char hash[32];
     snprintf(hash, sizeof(hash), "%016llx", (unsigned long long) fnv1a(kernels));
     return "cpu '" + cpu_model_name() + "', " + std::to_string(cores_available()) + " cores, " +
@@ -115,15 +130,27 @@ std::string planner_file_path(const std::string & setting, const std::string & i
 }
 
 void planner_file_read(split_planner & planner, const std::string & path, const std::string & identity) {
-    bool ok = false;
-    const std::string text = read_file(path, &ok);
-    if (!ok) {
+    std::string text, why;
+    const file_read got = read_regular_file(path, max_state_bytes, &text, &why);
+    if (got == file_read::absent) {
         XDNA_LOG_INFO("planner state: no file %s yet; it is written at exit", path.c_str());
         return;
     }
+    if (got == file_read::refused) {
+        XDNA_LOG_WARN("planner state: %s %s; nothing is read or kept", path.c_str(), why.c_str());
+        refuse(path);
+        return;
+    }
     const size_t l1 = text.find('\n'), l2 = l1 == std::string::npos ? l1 : text.find('\n', l1 + 1);
-    if (l2 == std::string::npos || text.compare(0, l1, header) != 0) {
-        XDNA_LOG_WARN("planner state: %s is not a planner state file; not read (it is replaced at exit)", path.c_str());
+    if (l2 == std::string::npos || !is_state_file(text)) {
+        XDNA_LOG_WARN("planner state: %s is not a planner state file: left as it is; nothing is read or kept",
+                      path.c_str());
+        refuse(path);
+        return;
+    }
+    if (text.compare(0, l1, header) != 0) {
+        XDNA_LOG_INFO("planner state: %s was written by another version of the plugin; not read (it is replaced at "
+                      "exit)", path.c_str());
         return;
     }
     if (text.compare(l1 + 1, l2 - l1 - 1, identity) != 0) {
@@ -131,7 +158,7 @@ void planner_file_read(split_planner & planner, const std::string & path, const 
                       "not read (it is replaced at exit)", path.c_str());
         return;
     }
-    std::string why;
+    why.clear();
     const size_t n = planner.load_state(text.substr(l2 + 1), &why);
     if (n == 0 && !why.empty()) {
         XDNA_LOG_WARN("planner state: %s: %s; not read (it is replaced at exit)", path.c_str(), why.c_str());
@@ -141,17 +168,15 @@ void planner_file_read(split_planner & planner, const std::string & path, const 
 }
 
 void planner_file_write(const split_planner & planner, const std::string & path, const std::string & identity) {
-    const std::string tmp = path + ".tmp." + std::to_string((long long) getpid());   // two processes may end at once
-    FILE * f = fopen(tmp.c_str(), "w");
-    bool ok = f != nullptr;
-    if (f) {
-        const std::string text = std::string(header) + "\n" + identity + "\n" + planner.save_state();
-        ok = fwrite(text.data(), 1, text.size(), f) == text.size();
-        ok = fclose(f) == 0 && ok;
-    }
-    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        XDNA_LOG_WARN("planner state: cannot write %s: %s", path.c_str(), strerror(errno));
+    if (refused(path)) return;
+    const std::string text = std::string(header) + "\n" + identity + "\n" + planner.save_state();
+    std::string why;
+    const bool ok = replace_own_file(path, is_state_file, [&](FILE * f) {
+        return fwrite(text.data(), 1, text.size(), f) == text.size();
+    }, &why);
+    if (!ok) {
+        XDNA_LOG_WARN("planner state: %s %s; nothing is kept", path.c_str(), why.c_str());
+        refuse(path);
     }
 }
 

@@ -3,8 +3,9 @@
 
 #include "npu_error.h"
 
+#include "util/own_file.h"
+
 #include <cctype>
-#include <fstream>
 #include <sstream>
 
 namespace xdna {
@@ -23,13 +24,14 @@ bool looks_like_text(const std::string& data) {
 } // namespace
 
 std::vector<uint32_t> npu_load_instr(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw npu_error(npu_errc::kernel, "instruction file '" + path + "': cannot open file");
+    // only a regular file, no larger than the NPU's 64 MiB instruction heap (own_file.h)
+    std::string data, why;
+    const file_read got = read_regular_file(path, size_t(64) << 20, &data, &why);
+    if (got != file_read::ok) {
+        throw npu_error(npu_errc::kernel, "instruction file '" + path + "': " +
+                                              (got == file_read::absent ? "cannot open file" : why));
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return npu_parse_instr(ss.str(), "instruction file '" + path + "'");
+    return npu_parse_instr(data, "instruction file '" + path + "'");
 }
 
 std::vector<uint32_t> npu_parse_instr(const std::string& data, const std::string& what) {

@@ -3,10 +3,11 @@
 
 #include "npu_error.h"
 
+#include "util/own_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <sys/stat.h>
 #include <utility>
@@ -64,13 +65,20 @@ struct checker {
         return t;
     }
 
-    // Resolves a file named in the manifest (relative to the manifest's folder) and checks that it exists.
+    // Resolves a file named in the manifest (relative to the manifest's folder) and checks that it exists, is a
+    // regular file (a FIFO or a device would block whoever reads it) and is no larger than any kernel file.
     std::string file_field(const json& obj, const std::string& where, const char* key) const {
         const std::string name = string_field(obj, where, key);
         const std::string full = (name[0] == '/' || dir.empty()) ? name : dir + "/" + name;
         struct stat st;
-        if (stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (stat(full.c_str(), &st) != 0) {
             fail(where + "." + key, "file '" + full + "' not found");
+        }
+        if (!S_ISREG(st.st_mode)) {
+            fail(where + "." + key, "file '" + full + "' is not a regular file");
+        }
+        if (st.st_size > (off_t(256) << 20)) {
+            fail(where + "." + key, "file '" + full + "' is larger than 256 MiB, more than any kernel file");
         }
         return full;
     }
@@ -84,13 +92,16 @@ npu_manifest npu_manifest::load(const std::string& path) {
     if (slash != std::string::npos) {
         ck.dir = slash == 0 ? "/" : path.substr(0, slash);
     }
-    std::ifstream in(path);
-    if (!in) {
-        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "': cannot open file");
+    // a FIFO or a device would block or never end: only a regular file of manifest size is read (own_file.h)
+    std::string text, why;
+    const file_read got = read_regular_file(path, size_t(4) << 20, &text, &why);
+    if (got != file_read::ok) {
+        throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "': " +
+                                                (got == file_read::absent ? "cannot open file" : why));
     }
     json doc;
     try {
-        doc = json::parse(in);
+        doc = json::parse(text);
     } catch (const json::exception& e) {
         throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "': not valid JSON: " + e.what());
     }

@@ -1,6 +1,7 @@
 #include "util/trace.h"
 
 #include "util/clock.h"
+#include "util/own_file.h"
 
 #include <cstdio>
 #include <mutex>
@@ -63,14 +64,27 @@ std::string escaped(const std::string & v) {
     return out;
 }
 
+constexpr const char * first_line = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+
+void write_events(FILE * f, const std::vector<std::string> & lane_names, const std::vector<event> & events,
+                  double origin);
+
 void state::write() {
     if (path.empty() || written || events.empty()) return;
-    FILE * f = fopen(path.c_str(), "w");
-    if (!f) {
-        fprintf(stderr, "ggml-xdna: cannot write the trace to %s\n", path.c_str());
-        return;
-    }
-    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    written = true;
+    // a trace this plugin wrote starts with its first line; any other file is left alone
+    const auto own = [](const std::string & head) { return head.rfind(first_line, 0) == 0; };
+    std::string why;
+    const bool ok = replace_own_file(path, own, [&](FILE * f) {
+        write_events(f, lane_names, events, origin);
+        return ferror(f) == 0;
+    }, &why);
+    if (!ok) fprintf(stderr, "ggml-xdna: GGML_XDNA_TRACE=%s %s; no trace written\n", path.c_str(), why.c_str());
+}
+
+void write_events(FILE * f, const std::vector<std::string> & lane_names, const std::vector<event> & events,
+                  double origin) {
+    fputs(first_line, f);
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"ggml-xdna\"}}");
     for (size_t i = 0; i < lane_names.size(); ++i) {
         fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":\"%s\"}}", i,
@@ -94,8 +108,6 @@ void state::write() {
         fprintf(f, "}");
     }
     fprintf(f, "\n]}\n");
-    fclose(f);
-    written = true;
 }
 
 void record(const char * name, double t0, double t1, int64_t value, const std::string & detail, bool device) {

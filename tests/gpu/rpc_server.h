@@ -50,6 +50,14 @@ class rpc_server {
     }
 
     bool ok() const { return up; }
+    // Kills the server at once (SIGKILL, as a crash would) and waits until it is gone.
+    void kill_now() {
+        if (pid <= 0) return;
+        kill(pid, SIGKILL);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        pid = -1;
+    }
     std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
 
   private:

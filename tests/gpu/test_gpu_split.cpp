@@ -8,7 +8,11 @@
 
 #include "ggml-backend-impl.h"
 
+#include "workers/gpu/rpc_endpoint.h"
+
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 using namespace xdna_test;
 using namespace xdna;
@@ -207,4 +211,84 @@ TEST(gpu_split, repacked_weights_go_to_npu_and_cpu_only) {
     const split_run s = run_split(mm, env().gpu_dev);
     EXPECT_EQ(s.npu, 256);
     EXPECT_EQ(s.gpu, 0);
+}
+
+// Any TCP server that accepts connections but never answers (the connection check alone passes it): ggml-rpc would
+// wait for its hello for ever. Refused within the timeout, with one line.
+TEST(gpu_device_choice, a_silent_listener_is_refused_within_the_timeout) {
+    env();
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    ASSERT_EQ(bind(fd, (sockaddr *) &a, sizeof(a)), 0);
+    ASSERT_EQ(listen(fd, 4), 0);   // the kernel completes the connection; nobody ever reads or answers
+    ASSERT_EQ(getsockname(fd, (sockaddr *) &a, &len), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    const gpu_choice c = choose_gpu_device("rpc:127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    close(fd);
+    EXPECT_EQ(c.dev, nullptr);
+    EXPECT_NE(c.error.find("did not answer ggml-rpc's hello within 3000 ms"), std::string::npos) << c.error;
+    EXPECT_EQ(c.error.find('\n'), std::string::npos);
+    EXPECT_GT(took, 2.5);
+    EXPECT_LT(took, 4.0);
+}
+
+namespace {
+
+// A GPU worker on a server of its own (not the fixture's), as make_gpu_worker builds one for rpc:HOST:PORT.
+struct own_rpc_worker {
+    rpc_server server{ XDNA_TEST_RPC_SERVER };
+    std::unique_ptr<gpu_worker> w;
+    own_rpc_worker() {
+        if (!server.ok()) return;
+        const gpu_choice c = choose_gpu_device("rpc:" + server.endpoint());
+        if (!c.dev || !c.rpc) return;
+        gpu_worker_options o;
+        o.alive = [rpc = c.rpc](std::string * why) { return rpc->alive(3000, why); };
+        w = std::make_unique<gpu_worker>(c.dev, o);
+    }
+};
+
+work_result run_rows(gpu_worker & w, mm_tensors & mm, row_range rows) {
+    const xdna::multiply desc = xdna::describe_multiply(mm.node);
+    w.begin(desc, rows);
+    return w.end();
+}
+
+}  // namespace
+
+// A server killed between runs (SIGKILL, as a crash): ggml-rpc would abort the process at the worker's next message.
+// The worker finds the connection closed before it sends anything, fails that run (the engine gives its rows to the
+// CPU), takes no more work, and is freed without a message to the dead server: the process lives on.
+TEST(gpu_worker_rpc, a_killed_server_stops_the_worker_without_ending_the_process) {
+    if (env().gpu_setting.rfind("rpc:", 0) != 0) GTEST_SKIP() << "the device under test is " << env().gpu_setting;
+    own_rpc_worker o;
+    ASSERT_TRUE(o.w) << "no server of its own";
+    mm_tensors mm({ GGML_TYPE_Q8_0, 256, 64, 32 });
+    ASSERT_TRUE(o.w->accepts(xdna::describe_multiply(mm.node)));
+    ASSERT_TRUE(run_rows(*o.w, mm, { 0, 64 }).ok());   // ggml-rpc now holds a connection and the weight
+    o.server.kill_now();
+    const work_result r = run_rows(*o.w, mm, { 0, 64 });
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.reason, work_failure::device_unavailable);
+    EXPECT_FALSE(o.w->accepts(xdna::describe_multiply(mm.node))) << "a lost device must take no more work";
+    o.w.reset();   // frees nothing on the server: a message to it would abort here
+    SUCCEED();
+}
+
+// Killed before the worker's first run: ggml-rpc holds no connection yet (opening the backend would abort on the
+// refused connection); the server's hello is tried again instead.
+TEST(gpu_worker_rpc, a_server_killed_before_the_first_run_is_found_too) {
+    if (env().gpu_setting.rfind("rpc:", 0) != 0) GTEST_SKIP() << "the device under test is " << env().gpu_setting;
+    own_rpc_worker o;
+    ASSERT_TRUE(o.w) << "no server of its own";
+    mm_tensors mm({ GGML_TYPE_Q8_0, 256, 64, 32 });
+    o.server.kill_now();
+    const work_result r = run_rows(*o.w, mm, { 0, 64 });
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.reason, work_failure::device_unavailable);
+    o.w.reset();
 }

@@ -1,51 +1,20 @@
 #include "workers/gpu/gpu_device.h"
 
 #include "workers/gpu/gpu_worker.h"
+#include "workers/gpu/rpc_endpoint.h"
 
 #include "config/config.h"
 #include "util/log.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace xdna {
 
 namespace {
 
-// ggml-rpc aborts the whole process when the server is not there (inside ggml_backend_rpc_add_server), so the
-// endpoint is tried first with a plain connection that gives up after `timeout_ms`.
-bool tcp_reachable(const std::string & host, const std::string & port, int timeout_ms) {
-    addrinfo hints = {};
-    hints.ai_family   = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo * res = nullptr;
-    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return false;
-    bool ok = false;
-    for (addrinfo * a = res; a && !ok; a = a->ai_next) {
-        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-            ok = true;
-        } else if (errno == EINPROGRESS) {
-            pollfd pfd = { fd, POLLOUT, 0 };
-            int err = 0;
-            socklen_t len = sizeof(err);
-            ok = poll(&pfd, 1, timeout_ms) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-        }
-        close(fd);
-    }
-    freeaddrinfo(res);
-    return ok;
-}
+constexpr int rpc_timeout_ms = 3000;   // a server on the network answers its hello in milliseconds
 
 std::string device_names() {
     std::string names;
@@ -75,8 +44,12 @@ gpu_choice add_rpc_server(const std::string & endpoint) {
         c.error = "GGML_XDNA_GPU=rpc:" + endpoint + " needs ggml's RPC backend (a llama.cpp built with GGML_RPC=ON)";
         return c;
     }
-    if (!tcp_reachable(host, port, 3000)) {
-        c.error = "GGML_XDNA_GPU=rpc:" + endpoint + ": no RPC server listens there";
+    // ggml-rpc aborts the process when the server is not there or does not speak its protocol, and waits for a
+    // server that never answers: its own hello is tried first, under a timeout
+    auto server = std::make_shared<rpc_endpoint>(host, port);
+    std::string why;
+    if (!server->hello(rpc_timeout_ms, &why)) {
+        c.error = "GGML_XDNA_GPU=rpc:" + endpoint + ": " + why;
         return c;
     }
     // the endpoint's reg is kept private: registering it would make llama.cpp place model layers on it
@@ -86,6 +59,7 @@ gpu_choice add_rpc_server(const std::string & endpoint) {
         return c;
     }
     c.dev = ggml_backend_reg_dev_get(reg, 0);
+    c.rpc = server;
     return c;
 }
 
@@ -127,6 +101,10 @@ worker * make_gpu_worker(const config & cfg) {
     if (!c.dev) return nullptr;
     gpu_worker_options opts;
     opts.cache_bytes = cfg.gpu_cache_mb << 20;
+    if (c.rpc) {
+        // a server that exited would abort the process at the worker's next message (docs/gpu-worker.md)
+        opts.alive = [rpc = c.rpc](std::string * why) { return rpc->alive(rpc_timeout_ms, why); };
+    }
     auto * w = new gpu_worker(c.dev, opts);
     // llama.cpp's tools show INFO lines only with -v; with GGML_XDNA_DEBUG=1 the line is always shown
     char line[512];

@@ -4,7 +4,7 @@
 //   none             no GPU worker
 //   rpc:HOST:PORT    a ggml RPC server (ggml-rpc-server): added through the "RPC" registry's
 //                    ggml_backend_rpc_add_server, used privately (not registered, so llama.cpp never places layers on
-//                    it); the server must already listen
+//                    it); the server must already listen and answer ggml-rpc's hello within 3 s
 //   NAME             the registered device of that name (case-insensitive: CUDA0, Vulkan0, RPC0, or CPU as a stand-in
 //                    that maps host memory)
 //
@@ -16,15 +16,19 @@
 
 #include "ggml-backend.h"
 
+#include <memory>
 #include <string>
 
 namespace xdna {
 
 struct config;
 
+class rpc_endpoint;
+
 struct gpu_choice {
-    ggml_backend_dev_t dev = nullptr;   // null: no GPU worker
-    std::string        error;           // set when the setting names something that cannot be used (one line)
+    ggml_backend_dev_t            dev = nullptr;   // null: no GPU worker
+    std::string                   error;           // set when the setting names something that cannot be used (one line)
+    std::shared_ptr<rpc_endpoint> rpc;             // rpc:HOST:PORT: the server, checked before each run
 };
 
 // Resolves a GGML_XDNA_GPU value against the registered devices.

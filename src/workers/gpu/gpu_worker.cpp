@@ -66,6 +66,24 @@ struct gpu_worker::impl {
     mutable std::mutex         stats_mtx;
     gpu_worker_stats           st;
 
+    // Keeps the device's objects without freeing them: on a device that is gone, freeing sends messages that would
+    // abort the process (ggml-rpc). They stay reachable for the rest of the process (not a leak to a leak checker).
+    void abandon() {
+        struct kept_objects {
+            std::mutex mtx;
+            std::vector<std::unique_ptr<gpu::weight_cache>> caches;
+            std::vector<ggml_backend_buffer_t> buffers;
+            std::vector<ggml_backend_t> backends;
+        };
+        static kept_objects * kept = new kept_objects;
+        std::lock_guard<std::mutex> lock(kept->mtx);
+        kept->caches.push_back(std::move(cache));
+        if (scratch) kept->buffers.push_back(scratch);
+        if (backend) kept->backends.push_back(backend);
+        scratch = nullptr;
+        backend = nullptr;
+    }
+
     ~impl() {
         if (scratch) ggml_backend_buffer_free(scratch);
         cache.reset();   // its buffers go before the backend
@@ -158,11 +176,23 @@ gpu_worker::gpu_worker(ggml_backend_dev_t dev, gpu_worker_options opts) : p(new 
 
 gpu_worker::~gpu_worker() {
     stop_thread();
+    if (lost || !still_there()) p->abandon();
+}
+
+// Whether the device is still there (opts.alive); the first time it is not, one line says so and the worker stops.
+bool gpu_worker::still_there() {
+    if (lost) return false;
+    std::string why;
+    if (!opts.alive || opts.alive(&why)) return true;
+    lost = true;
+    XDNA_LOG_ERROR("%s: %s; the GPU worker takes no more work (its rows go to the CPU)", label.c_str(), why.c_str());
+    return false;
 }
 
 bool gpu_worker::accepts(const multiply & m) const {
     const ggml_tensor * node = m.node, * w = node->src[0];
     if (m.twin) return false;   // one multiply at a time (takes_pairs): the engine pairs none next to this worker
+    if (lost) return false;     // the device is gone: the planner gives its rows to the others
     const ggml_tensor * base = w->view_src ? w->view_src : w;
     // the device copy is made from the weight's bytes: only plain host memory can be read that way. The CPU's
     // CPU_REPACK (and AMX) buffers are not host buffers in ggml's sense: their layout is the CPU kernels' own.
@@ -321,6 +351,7 @@ work_result gpu_worker::run(const multiply & m, row_range rows) {
     c.node = m.node;
     c.rows = rows;
     c.t0   = now_seconds();
+    if (!still_there()) return failed(work_failure::device_unavailable, "the device is gone", c.t0);
     work_result r = open_backend();
     if (r.ok()) r = build_graph(c);
     if (r.ok()) r = place_tensors(c);

@@ -15,6 +15,7 @@
 #include "ggml-backend.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,10 @@ struct gpu_worker_options {
     // keeps the faster (a 2-D copy into pageable memory is not always the fast one).
     enum class read_mode { automatic, strided, scatter };
     read_mode out = read_mode::automatic;
+    // Asked before each run, where set: whether the device is still there (false, with why: a remote server that
+    // exited, whose next message would abort the process). Once it says no, the worker takes no more work and
+    // leaves the device's objects unfreed (freeing them sends messages too).
+    std::function<bool(std::string * why)> alive;
 };
 
 // What the worker has done, for logs and tests.
@@ -68,6 +73,7 @@ class gpu_worker final : public async_worker {
     struct call;
     // the phases of one run: the device, the one-node graph on a view of the rows, its memory, then compute and read
     work_result open_backend();
+    bool still_there();
     work_result build_graph(call & c);
     work_result place_tensors(call & c);
     work_result compute_rows(call & c);
@@ -76,6 +82,7 @@ class gpu_worker final : public async_worker {
     ggml_backend_dev_t         dev;
     gpu_worker_options         opts;
     std::atomic<bool>          map_host{ false };   // cleared when the device refuses a mapping
+    std::atomic<bool>          lost{ false };       // opts.alive said no: no more work, nothing freed
     std::string                label;
 };
 
