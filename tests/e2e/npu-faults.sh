@@ -32,16 +32,16 @@ echo "no faults: PPL $ref"
 check "clean run computed on the NPU" grep -q "ggml-xdna: route" <<<"$(perplexity GGML_XDNA_DEBUG=1)"
 runs=$(grep -c 'xdna-emu\] run #' <<<"$(perplexity XDNA_EMU_LOG=2)" || true)
 echo "the clean run makes $runs NPU runs"
-check "the clean run reaches the faulty runs below (more than 22 NPU runs)" test "$runs" -gt 22
+check "the clean run reaches the faulty runs below (more than 28 NPU runs)" test "$runs" -gt 28
 
-# The self-test at start makes the first 14 runs (each of the 12 bf16 blocks once, then a small multiply in two), so
-# the faults below start past it. The time limit for a run (the 'timeout' fault hangs two) leaves room for the
+# The self-test at start makes the first 20 runs (each of the 18 bf16 blocks once, the narrow and the wide tile's,
+# then a small multiply in two), so the faults below start past it. The time limit for a run (the 'timeout' fault hangs two) leaves room for the
 # self-test's slowest block, computed exactly by the emulator (512 x 1,024 x 512 took 0.37-0.41 s on the 2-CPU VM
 # before its AVX2 tile, over the 300 ms once used here).
 for fault in error timeout nan; do
-    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=20 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=3000)
+    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=26 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=3000)
     p=$(final "$out")
-    echo "fault '$fault' on runs 21-22: PPL ${p:-none}"
+    echo "fault '$fault' on runs 27-28: PPL ${p:-none}"
     check "$fault: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
     check "$fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
 done
@@ -49,17 +49,17 @@ done
 # the CPU worker's team driving the NPU between slices of its rows (GGML_XDNA_NPU_TEAM_DRIVES=1), half the rows on
 # the NPU: a failed run is redone on the CPU all the same
 for fault in error nan; do
-    out=$(perplexity GGML_XDNA_NPU_TEAM_DRIVES=1 GGML_XDNA_NPU_SHARE=0.5 XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=16 \
+    out=$(perplexity GGML_XDNA_NPU_TEAM_DRIVES=1 GGML_XDNA_NPU_SHARE=0.5 XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=22 \
           XDNA_EMU_FAULT_COUNT=2)
     p=$(final "$out")
-    echo "team-driven, fault '$fault' on runs 17-18: PPL ${p:-none}"
+    echo "team-driven, fault '$fault' on runs 23-24: PPL ${p:-none}"
     check "team-driven $fault: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
     check "team-driven $fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
 done
 
-out=$(perplexity XDNA_EMU_FAULT=error XDNA_EMU_FAULT_AFTER=18 XDNA_EMU_FAULT_COUNT=0)
+out=$(perplexity XDNA_EMU_FAULT=error XDNA_EMU_FAULT_AFTER=24 XDNA_EMU_FAULT_COUNT=0)
 p=$(final "$out")
-echo "every run failing from the 19th on: PPL ${p:-none}"
+echo "every run failing from the 25th on: PPL ${p:-none}"
 check "repeated faults switch the NPU off" grep -q "NPU switched off for this process" <<<"$out"
 check "switched off once" test "$(grep -c 'NPU switched off' <<<"$out")" -eq 1
 check "result still right after switching off" close_to "${p:-0}" "$ref" 0.01

@@ -4,9 +4,10 @@
 # four test processes share its two cores). The tests therefore compute one chunk more than they compare: the lines
 # at risk are that chunk's and the final estimate, and a run that still misses a compared value runs again.
 
-# ppl_values <n> <output>: the running perplexity after each of the first n chunks, one per line
+# ppl_values <n> <output>: the running perplexity after each of the first n chunks, one per line ("[3]12.34", a number
+# right after the bracket: a message that names a field like "designs[0].blocks" is not a value)
 ppl_values() {
-    grep -oE '\[[0-9]+\][0-9.]+' <<<"$2" | head -n "$1" | grep -oE '[0-9.]+$' || true
+    grep -oE '\[[0-9]+\][0-9]+(\.[0-9]+)?' <<<"$2" | head -n "$1" | grep -oE '[0-9.]+$' || true
 }
 
 # ppl_run <n> <command...>: the command's output (stdout and stderr), run again, up to ten times, until it shows the
