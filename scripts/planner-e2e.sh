@@ -98,6 +98,15 @@ mult_ms() {
         awk '{ t += $1 - $2; n++ } END { if (n) printf "%.1f", 1000 * t; else print "?" }'
 }
 
+# The multiplies' own time of one prompt, ms: the process's REPS timed prompts and its warm-up, or only the REPS timed
+# ones where the warm-up converted weights (every first use of a weight is in it, and is left out)
+prompt_ms() {
+    [[ -f "$1" ]] || { echo "?"; return; }
+    sed -nE 's/^ggml-xdna: [0-9]+ multiplies in ([0-9.]+) s \(([0-9.]+) s of it.*/\1 \2/p' "$1" |
+        awk -v reps="$reps" '{ t += $1 - $2; if ($2 > 0) conv = 1; n++ }
+            END { if (n) printf "%.2f", 1000 * t / (conv ? reps : reps + 1); else print "?" }'
+}
+
 # How busy the NPU was over the multiplies, %: its busy time (the report's "device busy" share of the NPU worker's time)
 # over the multiplies' whole time, first uses in both. Where it is well below the NPU's share of the work, the NPU
 # waited for its host (or for the CPU's team that drives it) inside the multiplies.
@@ -185,7 +194,8 @@ for speed in "${speed_names[@]}"; do
         *) speed_env=(XDNA_EMU_BF16_GFLOPS=$speed XDNA_EMU_INT8_GOPS=$(awk -v g="$speed" 'BEGIN { print g * 2.15 }'))
            label="$speed GFLOP/s NPU (flat, what-if)" ;;
     esac
-    declare -A runs=() runs_ms=() runs_busy=()   # per configuration, its tokens/s, its multiplies' time, its NPU busy, every pass
+    # per configuration, every pass: its tokens/s, its multiplies' time, that of one prompt, its NPU busy
+    declare -A runs=() runs_ms=() runs_pm=() runs_busy=()
     centre_in() {   # centre_in "<values>" [printf format (%.2f)]
         tr ' ' '\n' <<<"$1" | sort -g | awk -v c="$centre" -v f="${2:-%.2f}" 'NF { v[n++] = $1; s += $1 }
         END { printf f, c == "mean" ? s / n : n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2 }'; }
@@ -201,6 +211,7 @@ for speed in "${speed_names[@]}"; do
             [[ -n "$ts" ]] || die "no tokens/s from llama-bench ($speed, share $c)"
             runs[$c]="${runs[$c]:-} $ts"
             runs_ms[$c]="${runs_ms[$c]:-} $(mult_ms "$work/$speed-$c-$p.report")"
+            runs_pm[$c]="${runs_pm[$c]:-} $(prompt_ms "$work/$speed-$c-$p.report")"
             runs_busy[$c]="${runs_busy[$c]:-} $(npu_busy "$work/$speed-$c-$p.report")"
             echo "  $speed NPU, pass $p, share $c: $ts tokens/s (NPU took $(npu_fraction "$work/$speed-$c-$p.report") of the rows)"
         done
@@ -256,10 +267,10 @@ for speed in "${speed_names[@]}"; do
     fi
     # The bound on CPU and NPU together: the prompt's time outside the claimed multiplies (the CPU alone, share 0)
     # plus the multiplies' work at the sum of the two workers' own rates on them (each alone: shares 0 and 1), per
-    # prompt (a process runs REPS prompts and the warm-up); shown, not checked
-    if [[ -n "${runs[0]:-}" && -n "${runs[1]:-}" ]] && ! grep -q '?' <<<"${runs_ms[0]:-?} ${runs_ms[1]:-?}"; then
-        bound=$(awk -v ts0="$(centre_of 0)" -v c="$(centre_in "${runs_ms[0]}")" -v n="$(centre_in "${runs_ms[1]}")" \
-            -v prompts="$((reps + 1))" 'BEGIN { tc = c / 1000 / prompts; tn = n / 1000 / prompts;
+    # prompt (prompt_ms); shown, not checked
+    if [[ -n "${runs[0]:-}" && -n "${runs[1]:-}" ]] && ! grep -q '?' <<<"${runs_pm[0]:-?} ${runs_pm[1]:-?}"; then
+        bound=$(awk -v ts0="$(centre_of 0)" -v c="$(centre_in "${runs_pm[0]}")" -v n="$(centre_in "${runs_pm[1]}")" \
+            'BEGIN { tc = c / 1000; tn = n / 1000;
                 outside = 512 / ts0 - tc; if (outside < 0) outside = 0;
                 printf "%.1f", 512 / (outside + 1 / (1 / tc + 1 / tn)) }')
         bounds+=("$label: bound $bound tokens/s, auto/bound $(awk -v a="$auto" -v b="$bound" 'BEGIN { printf "%.3f", a / b }')")
@@ -276,7 +287,7 @@ for speed in "${speed_names[@]}"; do
         echo "FAIL: slow NPU: auto gave the NPU $auto_npu of the rows (at most $slow_max_npu expected)"
         status=1
     fi
-    unset runs runs_ms runs_busy
+    unset runs runs_ms runs_pm runs_busy
 done
 
 echo
