@@ -233,10 +233,12 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     int threaded = 0;
     for (size_t i = 0; i < n_dev; ++i) threaded += !rows[i].empty() && ws[i] != driven;
     const bool own_cores = cpu.cores_to_spare() >= threaded;
+    const int  idle = std::max(0, cpu.cores_to_spare() - threaded);   // for the device workers' host work
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         busy0[i] = ws[i]->device_busy_seconds();
         ws[i]->own_core(own_cores);
+        ws[i]->idle_cores(ws[i]->shares_host_work() ? idle : 0);
         if (ws[i] == driven) ws[i]->begin_driven(m, rows[i]);
         else ws[i]->begin(m, rows[i]);
     }

@@ -117,6 +117,10 @@ class worker {
     virtual void help() {}
     // Whether help() has anything to share: the engine lends threads only to such a worker.
     virtual bool shares_host_work() const { return false; }
+    // Cores that nobody computes on in the multiplies it begins from now on (the CPU worker's team and the device
+    // workers' own threads left out): a worker that shares host work may take that work on threads of its own there,
+    // from the start, instead of only on the team's threads once their rows are done. Called before begin().
+    virtual void idle_cores(int n) { (void) n; }
 
     // One-time work for rows of `m`'s weight it may take in later multiplies (the NPU: converting the weight), done
     // now, on the CPU worker's threads where `m` offers them (m.on_cpu_threads): called after a multiply the auto split

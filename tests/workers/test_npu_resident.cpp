@@ -496,7 +496,8 @@ TEST(npu_engine, a_weight_the_auto_split_kept_from_the_npu_is_converted_for_it_u
 }
 
 // Threads lent to the NPU worker (help(), GGML_XDNA_NPU_HELP) take parts of each block's result: the caller's thread
-// alone, or the CPU worker's team of two, all lent at once as the engine lends them (cpu_worker::run_on_threads). The
+// alone, or the CPU worker's team of two, all lent at once as the engine lends them (cpu_worker::run_on_threads), or
+// the worker's own spare threads on cores the engine says are idle (worker::idle_cores). The
 // results must be the same bytes as the worker's thread alone gives, and exact against fp64 (small integers, exact in
 // bf16 and summed exactly in f32), with partial sums over two K blocks and a token count that splits unevenly. The
 // results must have been split among the lent threads (a test of help that did nothing would pass the comparison):
@@ -513,7 +514,7 @@ TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
     const int64_t k = 2048, rows = 1024, tokens = 301;
     integer_mm mm(k, rows, tokens);
     ggml_tensor * y = mm.y;
-    enum { none, caller, team, modes };
+    enum { none, caller, team, spares, modes };
     std::vector<float> got[modes];
     npu->leave_parts_to_lent_threads(true);   // a lent thread present takes the parts: no race with the worker's thread
     for (int mode = none; mode < modes; ++mode) {
@@ -522,6 +523,7 @@ TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
             xdna::multiply m = xdna::describe_multiply(y);
             ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
             std::fill((float *) y->data, (float *) y->data + rows * tokens, NAN);
+            npu->idle_cores(mode == spares ? 2 : 0);
             npu->begin(m, { 0, rows });
             const uint64_t shared = ws.npu->shared_takes();
             if (mode == caller) npu->help();
@@ -538,9 +540,11 @@ TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
         }
         got[mode].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
+    npu->idle_cores(0);
     expect_exact(mm.w, mm.x, got[team], 7, 5);
     EXPECT_EQ(0, memcmp(got[none].data(), got[caller].data(), got[none].size() * sizeof(float)));
     EXPECT_EQ(0, memcmp(got[none].data(), got[team].data(), got[none].size() * sizeof(float)));
+    EXPECT_EQ(0, memcmp(got[none].data(), got[spares].data(), got[none].size() * sizeof(float)));
 }
 
 // The NPU driven by the CPU worker's team between slices of its rows (worker::begin_driven): boundaries played here

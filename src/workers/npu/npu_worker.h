@@ -24,9 +24,12 @@
 #include "npu/npu_runtime.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace xdna {
@@ -48,6 +51,7 @@ class npu_worker final : public async_worker {
     // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
     bool shares_host_work() const override { return true; }
+    void idle_cores(int n) override { spares_wanted.store(std::min(n, max_spares), std::memory_order_relaxed); }
     // a pair's launches are one stream, its blocks of activations read by both weights' launches (place_activations)
     bool takes_pairs() const override { return true; }
     // where no core is left for its thread, the CPU worker's team drives the pipeline between its slices (worker.h)
@@ -163,6 +167,21 @@ class npu_worker final : public async_worker {
     bool                         staged_unsynced = false;   // before_start converted the arena's contents, unsynced
 
     lent_threads                 helper;   // the CPU worker's threads, lent once the CPU's rows are done (help())
+    // Threads of the worker's own that serve `helper` from the start of a call, on cores nobody computes on
+    // (idle_cores: -t 8 of 16 cores leaves seven): a split's results and activations are then not taken by the worker's
+    // thread alone while the CPU's threads compute their rows. Two at most: a block's result in three parts takes a
+    // third of the time the NPU computes the next block in, and more would only spin.
+    static constexpr int         max_spares = 2;
+    std::atomic<int>             spares_wanted{ 0 };
+    std::vector<std::thread>     spares;
+    std::mutex                   spare_mu;
+    std::condition_variable      spare_cv;
+    uint64_t                     spare_calls = 0;     // under spare_mu: calls begun (each spare serves every new one)
+    int                          spare_serving = 0;   // under spare_mu: how many of them serve the call begun last
+    bool                         spare_stop = false;  // under spare_mu
+    void spare_loop(int index);
+    void wake_spares();   // before_start: the spares wanted serve the call begun
+    void stop_spares();
 
     std::unique_ptr<driven_call> drive;   // the call the CPU worker's team drives, from begin_driven to end()
 
