@@ -52,6 +52,14 @@ void log(int level, int threshold, const char* fmt, ...) {
     std::fprintf(stderr, "[xdna-emu] %s\n", line);
 }
 
+const char* driver_name(enum driver d) {
+    switch (d) {
+        case driver::intree:    return "intree";
+        case driver::outoftree: return "outoftree";
+    }
+    return "?";
+}
+
 namespace {
 
 const char* env(const char* name) {
@@ -125,6 +133,12 @@ config config::from_env() {
     read_int("XDNA_EMU_FAULT_COUNT", &c.fault_count, 0, 1LL << 40);
     read_int("XDNA_EMU_HANG_MS", &c.hang_ms, 0, 3600 * 1000);
     read_int("XDNA_EMU_TDR_MS", &c.tdr_ms, 0, 3600 * 1000);
+    if (const char* v = env("XDNA_EMU_DRIVER")) {
+        if (!std::strcmp(v, "intree")) c.driver = driver::intree;
+        else if (!std::strcmp(v, "outoftree")) c.driver = driver::outoftree;
+        else bad_value("XDNA_EMU_DRIVER", v, "intree or outoftree");
+    }
+    read_int("XDNA_EMU_JOB_TIMEOUT_MS", &c.job_timeout_ms, 0, 3600 * 1000);
     if (const char* v = env("XDNA_EMU_ACCUM")) {
         if (!std::strcmp(v, "exact")) c.accum = accum::exact;
         else if (!std::strcmp(v, "aligned")) c.accum = accum::aligned;
@@ -146,6 +160,8 @@ std::string config::describe() const {
     std::string s = buf;
     if (memlock_bytes != SIZE_MAX) s += ", locked-memory limit " + std::to_string(memlock_bytes >> 20) + " MiB";
     if (accum != accum::exact) s += std::string(", bf16 accumulation ") + accum_name(accum);
+    s += driver == driver::intree ? ", in-tree driver (job timeout " + std::to_string(job_timeout_ms) + " ms)"
+                                  : ", out-of-tree driver (TDR every " + std::to_string(tdr_ms) + " ms)";
     if (fault != fault::none) {
         s += " after " + std::to_string(fault_after) + " run(s), " +
              (fault_count ? std::to_string(fault_count) + " time(s)" : std::string("from then on"));
