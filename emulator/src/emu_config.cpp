@@ -26,6 +26,7 @@ const char* fault_name(enum fault f) {
         case fault::timeout: return "timeout";
         case fault::nan:     return "nan";
         case fault::bf16:    return "bf16";
+        case fault::wrong:   return "wrong";
     }
     return "?";
 }
@@ -127,7 +128,8 @@ config config::from_env() {
         else if (!std::strcmp(v, "timeout")) c.fault = fault::timeout;
         else if (!std::strcmp(v, "nan")) c.fault = fault::nan;
         else if (!std::strcmp(v, "bf16")) c.fault = fault::bf16;
-        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout, nan or bf16");
+        else if (!std::strcmp(v, "wrong")) c.fault = fault::wrong;
+        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout, nan, bf16 or wrong");
     }
     read_int("XDNA_EMU_FAULT_AFTER", &c.fault_after, 0, 1LL << 40);
     read_int("XDNA_EMU_FAULT_COUNT", &c.fault_count, 0, 1LL << 40);

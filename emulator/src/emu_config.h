@@ -10,7 +10,7 @@
 namespace xdna_emu {
 
 enum class mode { exact, timed, null };
-enum class fault { none, error, timeout, nan, bf16 };
+enum class fault { none, error, timeout, nan, bf16, wrong };
 // How a bf16 (or bf16 x i8) run's groups of 8 products are added to the fp32 accumulator (emu_matmul.h).
 enum class accum { exact, aligned };
 // Which amdxdna driver ends a hung job, and how (docs/emulator.md, "The driver's watchdog").
