@@ -546,7 +546,7 @@ void npu_runtime::reap() {
             ++it;
             continue;
         }
-        log(npu_log_level::info, "NPU run of '" + it->m_kernel->name + "' left to the driver ended in " +
+        log(npu_log_level::warn, "NPU run of '" + it->m_kernel->name + "' left to the driver ended in " +
                                      state_name(s) + ", " + fmt_ms(ms_since(it->m_start)) + " after its launch; its "
                                      "buffers and hardware context are released");
         ++m_stats.reaped;

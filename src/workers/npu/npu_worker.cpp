@@ -105,8 +105,11 @@ const npu_design * npu_worker::design_for(const ggml_tensor * w) const {
 
 bool npu_worker::accepts(const multiply & m) const {
     const ggml_tensor * node = m.node;
-    if (switched_off || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) return false;
-    if (too_many_parked()) return false;
+    if (switched_off) {
+        rt->parked();   // runs the driver has ended still give back their buffers and hardware contexts
+        return false;
+    }
+    if ((node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID) || too_many_parked()) return false;
     if (!m.routing_error.empty()) return false;
     // F32 weights stay with the CPU, which computes them exactly: in bf16 the NPU would drop 16 bits of every weight
     // that the model kept at full precision on purpose (an MoE router, whose expert choice flips on small errors; a
@@ -729,9 +732,9 @@ void npu_worker::drain() {
     }
 }
 
-// The runs that timed out stay on the NPU, each holding its buffers and a hardware context (of the machine's six),
-// until the driver ends them (in-tree amdxdna: after 60 s): past max_parked of them the worker takes no rows until
-// the driver has ended enough.
+// The runs that timed out stay on the NPU, holding their buffers and hardware contexts (of the machine's six), until
+// the driver ends them (in-tree amdxdna: after 60 s; out-of-tree: 2-4 s): with max_parked of them the worker takes
+// no rows until the driver has ended some, and the CPU takes the rows at once instead of after another timeout.
 bool npu_worker::too_many_parked() const {
     const int n = rt->parked();
     const bool over = n >= max_parked;
@@ -740,7 +743,7 @@ bool npu_worker::too_many_parked() const {
             XDNA_LOG_WARN("NPU takes no rows while %d of its runs that timed out are still on the NPU (at most %d), "
                           "until the driver ends them; the CPU takes the rows", n, max_parked);
         } else {
-            XDNA_LOG_INFO("NPU takes rows again: the driver has ended the runs that timed out");
+            XDNA_LOG_WARN("NPU takes rows again: the driver has ended the runs that timed out");
         }
     }
     return over;

@@ -165,8 +165,8 @@ class npu_worker final : public async_worker {
 
     std::unique_ptr<driven_call> drive;   // the call the CPU worker's team drives, from begin_driven to end()
 
-    // Runs that timed out and stay on the NPU until the driver ends them: two calls' worth at most
-    static constexpr int max_parked = 2 * max_depth;
+    // Runs that timed out and stay on the NPU until the driver ends them: as many as one call keeps in flight
+    static constexpr int max_parked = max_depth;
     uint64_t          parked_seen = 0;         // the runtime's parked count when drain() last looked (worker thread)
     mutable std::atomic<bool> parked_over{ false };
     std::atomic<bool> switched_off{ false };
