@@ -108,7 +108,8 @@ private:
 
 struct npu_stats {
     uint64_t launches = 0, completed = 0, failed = 0, timed_out = 0;
-    uint64_t parked = 0, reaped = 0;     // runs left in flight to the driver (timed out, or queued behind one); ended since
+    uint64_t parked = 0;                 // runs left in flight to the driver (timed out, or queued behind one)
+    uint64_t reaped = 0;                 // of those, the ones the driver has ended since
     uint64_t loads = 0, unloads = 0;
     double load_ms = 0, unload_ms = 0;   // time spent creating / destroying hardware contexts
     double run_ms = 0;                   // launch to completed wait, summed over completed runs
