@@ -2,8 +2,11 @@
 # Hardware validation, for a user with a first-generation XDNA NPU (Ryzen 7040 / 8040 mobile, Ryzen 8600G / 8700G)
 # and XRT: checks the driver, XRT and the kernel set, then runs the NPU smoke test, test-backend-ops, the accuracy
 # harness and the benchmark on a model you give, and writes ONE report file (Markdown) to send back. The smoke test
-# comes first: if a kernel fails it (or there is no usable kernel set), nothing else is run, and the report says
-# which kernels failed and why.
+# comes first: if a kernel gives wrong results (further from its fp64 reference than mlir-aie's own matrix-multiply
+# test allows, NaN or Inf) or there is no usable kernel set, nothing else is run, and the report says which kernels
+# failed and why. The NMSE limit derived on the emulator is reported beside the measured NMSE per K, not used to
+# stop: the silicon's own figure, from a first hardware run, is what sets it. The report also holds the XRT and
+# driver versions, the firmware, the kernels' instruction stream headers and every NPU error the steps logged.
 #
 #   scripts/validate-hardware.sh --model my-model.gguf            # builds what is missing, about 10-30 minutes
 #   scripts/validate-hardware.sh --model my-model.gguf --quick    # shorter accuracy and benchmark runs
@@ -24,7 +27,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 die() { echo "validate-hardware.sh: $*" >&2; exit 2; }
 
 stop=""
@@ -105,7 +108,17 @@ driver=""
 [[ -n "$npu_pci" && -e "/sys/bus/pci/devices/$npu_pci/driver" ]] && driver=$(basename "$(readlink "/sys/bus/pci/devices/$npu_pci/driver")")
 text "- PCI device 1022:1502 (the XDNA1 NPU): ${npu_pci:-not found}"
 text "- kernel driver: ${driver:-none loaded}; accel device: ${accel:-none}"
-text "- firmware files: $(ls /lib/firmware/amdnpu 2>/dev/null | tr '\n' ' ' || true)"
+text "- firmware files: $(cd /lib/firmware/amdnpu 2>/dev/null && find . -type f | sort | tr '\n' ' ' || true)"
+# in-tree amdxdna (Linux 6.14+) ends a hung run after 60 s; AMD's out-of-tree xdna-driver has a 2 s TDR instead
+driver_file=$(modinfo -F filename amdxdna 2>/dev/null)
+if [[ -n "$driver_file" ]]; then
+    text "- amdxdna module: $driver_file, version $(modinfo -F version amdxdna 2>/dev/null || echo '?'), srcversion $(modinfo -F srcversion amdxdna 2>/dev/null || echo '?')"
+    text "- firmware the module asks for: $(modinfo -F firmware amdxdna 2>/dev/null | tr '\n' ' ')"
+    case "$driver_file" in
+        */kernel/drivers/accel/*) record "driver kind" INFO "in-tree amdxdna: a hung NPU run is ended after 60 s" ;;
+        *) record "driver kind" INFO "amdxdna outside the kernel tree (AMD's xdna-driver): its TDR ends a hung run after 2-4 s" ;;
+    esac
+fi
 text "- locked-memory limit (ulimit -l): $(ulimit -l) (the driver pins buffers against it unless the process has CAP_IPC_LOCK)"
 hardware=0
 if [[ -n "$npu_pci" && -n "$driver" && -n "$accel" ]]; then
@@ -127,6 +140,9 @@ if [[ -x "$xrt_root/bin/xrt-smi" ]]; then
     text ""
     text "\`xrt-smi examine\` (exit $rc):"
     block "$work/xrt-smi.log" 60
+    text ""
+    text "XRT, driver and firmware versions (xrt-smi):"
+    grep -iE 'version|firmware|branch|hash' "$work/xrt-smi.log" | sed 's/^ */- /' >>"$body"
     if [[ $rc -eq 0 ]]; then record "XRT" PASS "xrt-smi examine works ($xrt_root)"
     else record "XRT" FAIL "xrt-smi examine failed (exit $rc)"; fi
 elif (( hardware )); then
@@ -197,23 +213,68 @@ else
     record "kernel set" FAIL "no kernel manifest (GGML_XDNA_NPU_KERNELS, or kernels/ next to the plugin): see kernels/README.md"
 fi
 kset_status=${S_STATUS[${#S_STATUS[@]}-1]}
+if [[ -n "$manifest" && -f "$manifest" ]]; then
+    # the first words of every instruction stream: what the NPU runtime checks before loading one (npu1: word 0
+    # 0x06030100, word 3 the stream's size in bytes; "XEMU": the emulator's own streams)
+    python3 - "$manifest" >"$work/headers.md" 2>&1 <<'PY'
+import json, os, struct, sys
+m = json.load(open(sys.argv[1]))
+base = os.path.dirname(os.path.abspath(sys.argv[1]))
+print("| block | instruction file | bytes | words 0-3 | reads as |")
+print("|---|---|---|---|---|")
+bad = 0
+for d in m.get("designs", []):
+    for b in d.get("blocks", []):
+        path = os.path.join(base, b.get("instr", ""))
+        try:
+            data = open(path, "rb").read()
+        except OSError as e:
+            print(f"| {b.get('name')} | {b.get('instr')} | - | - | unreadable: {e.strerror} |"); bad += 1; continue
+        w = struct.unpack("<4I", data[:16]) if len(data) >= 16 else ()
+        if data[:4] == b"XEMU":
+            kind = "the emulator's stream"
+        elif len(w) < 4:
+            kind = "too short for a header"; bad += 1
+        elif (w[0] >> 16) & 0xff != 3 or w[0] >> 24 != 6:
+            kind = "npu2 (Strix / Krackan)" if (w[0] >> 16) & 0xff == 4 else "not npu1"; bad += 1
+        elif w[3] != len(data):
+            kind = f"npu1, but its header says {w[3]} bytes"; bad += 1
+        else:
+            kind = "npu1"
+        print(f"| {b.get('name')} | {b.get('instr')} | {len(data)} | {' '.join(f'0x{x:08x}' for x in w)} | {kind} |")
+print(f"\n{bad} bad header(s)")
+PY
+    text ""
+    text "Instruction stream headers:"
+    cat "$work/headers.md" >>"$body"
+    if grep -q '^[1-9][0-9]* bad header' "$work/headers.md"; then
+        record "kernel headers" FAIL "$(tail -1 "$work/headers.md"): the NPU runtime refuses those streams (rebuild for npu1: kernels/README.md)"
+    fi
+fi
 if skipped smoke; then
     record "NPU smoke test" SKIP "--skip smoke"
 elif [[ ! -x "$build/bin/xdna-npu-smoke" ]]; then
     record "NPU smoke test" FAIL "$build/bin/xdna-npu-smoke was not built"
 else
-    "$build/bin/xdna-npu-smoke" --check ${manifest:+--kernels "$manifest"} >"$work/smoke.log" 2>&1
+    "$build/bin/xdna-npu-smoke" --check-tolerance ${manifest:+--kernels "$manifest"} >"$work/smoke.log" 2>&1
     rc=$?
-    block "$work/smoke.log" 60
+    block "$work/smoke.log" 200
     summary=$(grep -E '^[0-9]+ kernels' "$work/smoke.log" | tail -1)
+    # the measured NMSE per K beside the limit derived on the emulator: reported, for the silicon's own limit later
+    nmse_k=$(awk '$2 ~ /^bf16/ && $4 ~ /^[0-9.e+-]+$/ { split($3, s, "x"); k = s[2]
+                  if (!(k in worst) || $4 + 0 > worst[k] + 0) worst[k] = $4; lim[k] = $NF }
+                  END { for (k in worst) { above = (worst[k] + 0 > lim[k] + 0) ? ", above it" : ""
+                                           printf "K = %s: NMSE up to %s (emulator-derived limit %s%s); ", k, worst[k], lim[k], above } }' \
+                 "$work/smoke.log")
+    [[ -n "$nmse_k" ]] && record "NPU NMSE per K" INFO "${nmse_k%; }"
     if [[ $rc -eq 0 ]]; then record "NPU smoke test" PASS "${summary:-every kernel matches its fp64 reference}"
     else
         # the failing kernels with their reasons, first in the report: everything later depends on them
-        grep -E '^FAIL |FAILED: ' "$work/smoke.log" | head -20 >"$work/smoke-fail.log"
+        grep -E '^FAIL |FAILED: ' "$work/smoke.log" >"$work/smoke-fail.log"
         record "NPU smoke test" FAIL "${summary:-exit $rc}; $(grep -c . "$work/smoke-fail.log") failing line(s), first: $(head -1 "$work/smoke-fail.log" | sed 's/  */ /g')"
         text ""
         text "**The smoke test failed, so no other step was run.** The failing kernels:"
-        block "$work/smoke-fail.log" 20
+        block "$work/smoke-fail.log" 1000
         stop="not run: the NPU smoke test failed (fix or rebuild the kernels first: kernels/README.md)"
     fi
 fi
@@ -235,7 +296,7 @@ for op in MUL_MAT MUL_MAT_ID; do
     ok=$(grep -cE "^  $op\(.*\): OK$" <<<"$clean")
     bad=$(grep -cE "^  $op\(.*\): .*FAIL$" <<<"$clean")
     text "- $op: $ok passed, $bad failed (exit $rc)"
-    if (( bad > 0 )); then grep -E "FAIL" <<<"$clean" | head -20 >"$work/tbo-fail.log"; block "$work/tbo-fail.log" 20; fi
+    if (( bad > 0 )); then grep -E "FAIL" <<<"$clean" >"$work/tbo-fail.log"; block "$work/tbo-fail.log" 1000; fi
     if [[ $rc -eq 0 && $bad -eq 0 && $ok -gt 0 ]]; then record "test-backend-ops $op" PASS "$ok cases on the XDNA backend"
     else record "test-backend-ops $op" FAIL "$ok passed, $bad failed, exit $rc"; fi
 done
@@ -311,6 +372,17 @@ EOF
         block "$work/bench.log" 30
         record "benchmark" FAIL "the harness exited with $rc"
     fi
+fi
+
+# ---- every NPU error the steps logged -------------------------------------------------------------------------------
+section "NPU errors and warnings in the steps' logs"
+grep -rhE --exclude=body.md --exclude=headers.md --exclude=npu-errors.log 'ggml-xdna: (npu: |NPU )|xdna-npu: |\[xdna-emu\] (injected|run #|the driver)|XRT: ' "$work" 2>/dev/null |
+    sed -E 's/\x1b\[[0-9;]*m//g; s/run #[0-9]+/run #N/g' | sort | uniq -c | sort -rn >"$work/npu-errors.log"
+if [[ -s "$work/npu-errors.log" ]]; then
+    text "Each distinct line once, with how often it came:"
+    block "$work/npu-errors.log" 200
+else
+    text "none"
 fi
 
 # ---- the report ------------------------------------------------------------------------------------------------------

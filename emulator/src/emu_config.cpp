@@ -28,6 +28,7 @@ const char* fault_name(enum fault f) {
         case fault::timeout: return "timeout";
         case fault::nan:     return "nan";
         case fault::bf16:    return "bf16";
+        case fault::wrong:   return "wrong";
     }
     return "?";
 }
@@ -52,6 +53,14 @@ void log(int level, int threshold, const char* fmt, ...) {
     va_end(ap);
     std::lock_guard<std::mutex> lock(mu);
     std::fprintf(stderr, "[xdna-emu] %s\n", line);
+}
+
+const char* driver_name(enum driver d) {
+    switch (d) {
+        case driver::intree:    return "intree";
+        case driver::outoftree: return "outoftree";
+    }
+    return "?";
 }
 
 namespace {
@@ -136,12 +145,19 @@ config config::from_env() {
         else if (!std::strcmp(v, "timeout")) c.fault = fault::timeout;
         else if (!std::strcmp(v, "nan")) c.fault = fault::nan;
         else if (!std::strcmp(v, "bf16")) c.fault = fault::bf16;
-        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout, nan or bf16");
+        else if (!std::strcmp(v, "wrong")) c.fault = fault::wrong;
+        else bad_value("XDNA_EMU_FAULT", v, "none, error, timeout, nan, bf16 or wrong");
     }
     read_int("XDNA_EMU_FAULT_AFTER", &c.fault_after, 0, 1LL << 40);
     read_int("XDNA_EMU_FAULT_COUNT", &c.fault_count, 0, 1LL << 40);
     read_int("XDNA_EMU_HANG_MS", &c.hang_ms, 0, 3600 * 1000);
     read_int("XDNA_EMU_TDR_MS", &c.tdr_ms, 0, 3600 * 1000);
+    if (const char* v = env("XDNA_EMU_DRIVER")) {
+        if (!std::strcmp(v, "intree")) c.driver = driver::intree;
+        else if (!std::strcmp(v, "outoftree")) c.driver = driver::outoftree;
+        else bad_value("XDNA_EMU_DRIVER", v, "intree or outoftree");
+    }
+    read_int("XDNA_EMU_JOB_TIMEOUT_MS", &c.job_timeout_ms, 0, 3600 * 1000);
     if (const char* v = env("XDNA_EMU_ACCUM")) {
         if (!std::strcmp(v, "exact")) c.accum = accum::exact;
         else if (!std::strcmp(v, "aligned")) c.accum = accum::aligned;
@@ -172,6 +188,8 @@ std::string config::describe() const {
     std::string s = buf;
     if (memlock_bytes != SIZE_MAX) s += ", locked-memory limit " + std::to_string(memlock_bytes >> 20) + " MiB";
     if (accum != accum::exact) s += std::string(", bf16 accumulation ") + accum_name(accum);
+    s += driver == driver::intree ? ", in-tree driver (job timeout " + std::to_string(job_timeout_ms) + " ms)"
+                                  : ", out-of-tree driver (TDR every " + std::to_string(tdr_ms) + " ms)";
     if (fault != fault::none) {
         s += " after " + std::to_string(fault_after) + " run(s), " +
              (fault_count ? std::to_string(fault_count) + " time(s)" : std::string("from then on"));

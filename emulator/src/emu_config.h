@@ -10,9 +10,11 @@
 namespace xdna_emu {
 
 enum class mode { exact, timed, null };
-enum class fault { none, error, timeout, nan, bf16 };
+enum class fault { none, error, timeout, nan, bf16, wrong };
 // How a bf16 (or bf16 x i8) run's groups of 8 products are added to the fp32 accumulator (emu_matmul.h).
 enum class accum { exact, aligned };
+// Which amdxdna driver ends a hung job, and how (docs/emulator.md, "The driver's watchdog").
+enum class driver { intree, outoftree };
 
 struct config {
     enum mode mode = mode::exact;
@@ -34,7 +36,9 @@ struct config {
     uint64_t fault_after = 0;       // runs that succeed before the first faulty one
     uint64_t fault_count = 1;       // faulty runs in a row (0: all from then on)
     int hang_ms = 0;                // a "timeout" run completes by itself after this long (0: never)
-    int tdr_ms = 2000;              // the driver's watchdog ends a hung run after this long (0: never); amdxdna: 2 s
+    enum driver driver = driver::intree;
+    int job_timeout_ms = 60000;     // in-tree: a job still running after this long ends in TIMEOUT (HWCTX_MAX_TIMEOUT)
+    int tdr_ms = 2000;              // out-of-tree: the TDR's period (timeout_in_sec, 2 s; 0: no TDR)
     enum accum accum = accum::exact;
     int log_level = 1;              // 0 errors, 1 warnings and the device banner, 2 every run
     bool check_sync = true;         // warn when a run reads bytes whose host copy was never synced
@@ -48,6 +52,7 @@ struct config {
 const char* mode_name(enum mode m);
 const char* fault_name(enum fault f);
 const char* accum_name(enum accum a);
+const char* driver_name(enum driver d);
 
 // Emulator log lines all start with "[xdna-emu]" so that nobody mistakes them for the hardware's.
 void log(int level, int threshold, const char* fmt, ...) __attribute__((format(printf, 3, 4)));

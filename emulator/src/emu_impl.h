@@ -134,6 +134,11 @@ class run_impl {
 public:
     explicit run_impl(std::shared_ptr<kernel_impl> k)
         : kernel(std::move(k)), args(kernel->desc->args.size()), status(std::make_shared<run_status>()) {}
+    // As XRT's (2.23 on): destroyed while its command is queued or running, it aborts the process, unless an
+    // exception is propagating. Only the host's handles own a run; the NPU's command does not keep it alive.
+    ~run_impl();
+    run_impl(const run_impl&) = delete;
+    run_impl& operator=(const run_impl&) = delete;
 
     std::shared_ptr<kernel_impl> kernel;
     std::vector<arg_value> args;       // as set by the host; copied into each started command
@@ -146,7 +151,7 @@ namespace xdna_emu {
 
 // One started run as the NPU's command queue holds it.
 struct command {
-    std::shared_ptr<xrt::run_impl> run;       // released by the NPU before it publishes the final state
+    std::shared_ptr<xrt::kernel_impl> kernel; // released by the NPU before it publishes the final state
     std::shared_ptr<xrt::run_status> status;
     uint64_t serial = 0;                      // which run of its device this is (1-based), for logs and faults
     std::vector<xrt::arg_value> args;
@@ -177,8 +182,24 @@ public:
 private:
     npu() = default;
     void executor();
-    // Runs cmd; `ends`: when a completed run's end comes by the model (left alone: now)
+    // Runs cmd; `ends`: when a completed run's end comes by the model (left alone: now). ERT_CMD_STATE_RUNNING: it
+    // hangs (an injected fault), and stays in m_hung until it resumes or the driver's watchdog ends it.
     ert_cmd_state execute(command& cmd, std::chrono::steady_clock::time_point* ends);
+
+    // A hung job, and the driver's watchdog over it (emu_driver.cpp)
+    struct hung_job {
+        std::shared_ptr<command> cmd;
+        std::chrono::steady_clock::time_point since;
+    };
+    using ended_list = std::vector<std::pair<std::shared_ptr<command>, ert_cmd_state>>;
+    // m_mu held: the next command whose context has no hung job (runs of one context execute in order)
+    std::shared_ptr<command> next_runnable();
+    // m_mu held: hung jobs that resume (their hang time over: back to the queue's front) and jobs the watchdog ends
+    void watchdog(std::chrono::steady_clock::time_point now, ended_list* ended);
+    // m_mu held: when watchdog() has something to do next (max: nothing)
+    std::chrono::steady_clock::time_point next_watchdog_event(std::chrono::steady_clock::time_point now) const;
+    void end_pending(ended_list* ended, const xrt::hw_context_impl* only, ert_cmd_state state);   // m_mu held
+    static void publish(command& cmd, ert_cmd_state state, std::chrono::steady_clock::time_point ends);
 
     std::mutex m_mu;
     std::condition_variable m_cv;
@@ -192,6 +213,10 @@ private:
     uint64_t m_next_id = 1;
     std::chrono::steady_clock::time_point m_busy_until{};
     xrt::uuid m_last_design;   // the design the array holds (of the last run timed), for the switching cost
+    std::vector<hung_job> m_hung;
+    std::chrono::steady_clock::time_point m_progress{};   // the last run that ended by itself (the TDR's progress)
+    std::chrono::steady_clock::time_point m_tdr_epoch{};  // the out-of-tree TDR's timer: started at the first run
+    std::chrono::steady_clock::time_point m_tdr_checked{};   // its last check
 };
 
 } // namespace xdna_emu

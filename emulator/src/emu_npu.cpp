@@ -15,7 +15,6 @@ namespace xdna_emu {
 
 namespace {
 
-std::atomic<bool> g_stopping{false};
 std::atomic<run_observer> g_observer{nullptr};
 
 double steady_seconds(std::chrono::steady_clock::time_point t) {
@@ -40,7 +39,7 @@ std::string arg_label(const xrt::kernel_impl& k, size_t i) {
 
 // The kernel argument contract of an NPU run; "" when the run may go ahead.
 std::string check_run(const command& cmd, checked_run* out) {
-    const xrt::kernel_impl& k = *cmd.run->kernel;
+    const xrt::kernel_impl& k = *cmd.kernel;
     const design& d = k.ctx->xclbin->design;
     const auto& args = cmd.args;
     if (args.size() <= ARG_C) {
@@ -129,7 +128,7 @@ void warn_unsynced(const command& cmd, xrt::bo_impl* bo, size_t bytes, size_t ar
     log(1, log_level,
         "warning: run #%" PRIu64 " reads bo#%" PRIu64 " (%s) whose host copy differs from its device copy: "
         "sync(XCL_BO_SYNC_BO_TO_DEVICE) missing? The NPU is not cache-coherent and uses the device copy.",
-        cmd.serial, bo->id, arg_label(*cmd.run->kernel, arg).c_str());
+        cmd.serial, bo->id, arg_label(*cmd.kernel, arg).c_str());
 }
 
 // The array's time for one block: the silicon model (xdna1_timing.h) at the power mode's clock, or a flat rate where
@@ -177,7 +176,6 @@ void npu::stop() {
         std::lock_guard<std::mutex> lock(m_mu);
         m_stopping = true;
     }
-    g_stopping = true;
     m_cv.notify_all();
     if (m_thread.joinable()) {
         m_thread.join();
@@ -251,39 +249,18 @@ uint64_t npu::next_id() {
 void npu::submit(std::shared_ptr<command> cmd) {
     std::lock_guard<std::mutex> lock(m_mu);
     if (!m_thread.joinable()) {
+        m_tdr_epoch = std::chrono::steady_clock::now();
         m_thread = std::thread(&npu::executor, this);
     }
     m_queue.push_back(std::move(cmd));
     m_cv.notify_all();
 }
 
-void npu::executor() {
-    for (;;) {
-        std::shared_ptr<command> cmd;
-        {
-            std::unique_lock<std::mutex> lock(m_mu);
-            m_cv.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
-            if (m_stopping) {
-                return;   // the queue's runs are destroyed with it; nobody can wait for them any more
-            }
-            cmd = std::move(m_queue.front());
-            m_queue.pop_front();
-        }
-        std::chrono::steady_clock::time_point ends{};
-        const ert_cmd_state final_state = execute(*cmd, &ends);
-        cmd->run.reset();   // the run, its kernel and hardware context may go now
-        std::lock_guard<std::mutex> lock(cmd->status->mu);
-        cmd->status->state = final_state;
-        cmd->status->ends = ends;
-        cmd->status->cv.notify_all();
-    }
-}
-
 ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* ends) {
-    xrt::run_impl& run = *cmd.run;
+    const xrt::kernel_impl& kernel = *cmd.kernel;
     xrt::run_status& status = *cmd.status;
-    const config& cfg = run.kernel->ctx->dev->cfg;
-    const design& d = run.kernel->ctx->xclbin->design;
+    const config& cfg = kernel.ctx->dev->cfg;
+    const design& d = kernel.ctx->xclbin->design;
     {
         std::lock_guard<std::mutex> lock(status.mu);
         status.state = ERT_CMD_STATE_RUNNING;
@@ -292,7 +269,7 @@ ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* 
     const std::string bad = check_run(cmd, &cr);
     if (!bad.empty()) {
         log(0, cfg.log_level, "run #%" PRIu64 " of '%s' (%s) fails with ERT_CMD_STATE_ERROR: %s", cmd.serial,
-            run.kernel->desc->name.c_str(), d.name.c_str(), bad.c_str());
+            kernel.desc->name.c_str(), d.name.c_str(), bad.c_str());
         return ERT_CMD_STATE_ERROR;
     }
     if (cfg.check_sync && cfg.mode != mode::null) {
@@ -305,26 +282,10 @@ ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* 
         return ERT_CMD_STATE_ERROR;
     }
     if (cmd.fault == fault::timeout) {
-        // Nothing the host does ends it (amdxdna refuses an abort); the driver's watchdog does, in a failed state,
-        // unless the hang time passes first.
-        const bool watchdog_first = cfg.tdr_ms && (cfg.hang_ms == 0 || cfg.tdr_ms <= cfg.hang_ms);
-        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs%s", cmd.serial,
-            watchdog_first ? " until the driver's watchdog ends it" : cfg.hang_ms ? " for its hang time" : "");
-        const auto t0 = std::chrono::steady_clock::now();
-        const auto hang_end = t0 + std::chrono::milliseconds(cfg.hang_ms);
-        const auto tdr_end = t0 + std::chrono::milliseconds(cfg.tdr_ms);
-        std::unique_lock<std::mutex> lock(status.mu);
-        for (;;) {
-            const auto now = std::chrono::steady_clock::now();
-            if (g_stopping) return ERT_CMD_STATE_ABORT;
-            if (watchdog_first && now >= tdr_end) {
-                log(1, cfg.log_level, "run #%" PRIu64 ": the driver's watchdog ends the hung run after %d ms",
-                    cmd.serial, cfg.tdr_ms);
-                return ERT_CMD_STATE_ABORT;
-            }
-            if (!watchdog_first && cfg.hang_ms && now >= hang_end) break;
-            status.cv.wait_for(lock, std::chrono::milliseconds(5));
-        }
+        // Nothing the host does ends it (amdxdna refuses an abort): the executor keeps it hung until its hang time
+        // passes or the driver's watchdog ends it (emu_driver.cpp); the runs behind it on its context wait.
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " hangs", cmd.serial);
+        return ERT_CMD_STATE_RUNNING;
     }
 
     // The modelled device: a launch starts its dispatch latency after submission on an idle NPU; behind another
@@ -376,6 +337,13 @@ ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* 
         float* c = reinterpret_cast<float*>(cr.c->device);
         const size_t count = size_t(cr.block.m) * cr.block.n;
         for (size_t i = 0; i < count; ++i) c[i] = bf16_to_f32(f32_to_bf16(c[i]));
+    }
+    if (cmd.fault == fault::wrong && d.c == dtype::f32) {
+        // finite results a broken kernel could return (each the negated product): wrong, yet no NaN to give it away
+        log(1, cfg.log_level, "injected fault: run #%" PRIu64 " returns wrong results", cmd.serial);
+        float* c = reinterpret_cast<float*>(cr.c->device);
+        const size_t count = size_t(cr.block.m) * cr.block.n;
+        for (size_t i = 0; i < count; ++i) c[i] = -c[i];
     }
     if (cfg.mode != mode::exact) {
         *ends = done;   // the host's wait wakes itself then (run_status); the NPU goes on to the next run's model

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include <sys/prctl.h>
 
@@ -98,6 +100,20 @@ xrt::xclbin kernel::get_xclbin() const {
 
 run::command_error::command_error(ert_cmd_state state, const std::string& what) : m_state(state), m_what(what) {}
 
+run_impl::~run_impl() {
+    ert_cmd_state s;
+    {
+        std::lock_guard<std::mutex> lock(status->mu);
+        s = status->seen(std::chrono::steady_clock::now());
+    }
+    // XRT (2.23 and later, run_impl's destructor) treats this as fatal: the command still owns the run's buffers
+    // on the device. It aborts unless an exception is propagating.
+    if (s == ERT_CMD_STATE_QUEUED || s == ERT_CMD_STATE_RUNNING || s == ERT_CMD_STATE_SUBMITTED) {
+        xdna_emu::log(0, 0, "XRT: xrt::run destructed while command is still in progress");
+        if (!std::uncaught_exceptions()) std::abort();
+    }
+}
+
 run::run(const kernel& krnl) {
     if (!krnl) throw xrt_error(EINVAL, "run: empty kernel");
     m_handle = std::make_shared<run_impl>(krnl.get_handle());
@@ -190,7 +206,7 @@ void run::start() {
         (cfg.fault_count == 0 || cmd->serial <= cfg.fault_after + cfg.fault_count)) {
         cmd->fault = cfg.fault;
     }
-    cmd->run = m_handle;
+    cmd->kernel = r.kernel;
     cmd->status = r.status;
     cmd->args = r.args;
     cmd->submitted = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 #include "util/own_file.h"
 
 #include <cctype>
+#include <cstdio>
 #include <sstream>
 
 namespace xdna {
@@ -71,6 +72,33 @@ std::vector<uint32_t> npu_parse_instr(const std::string& data, const std::string
         throw fail("no instructions");
     }
     return words;
+}
+
+void npu_check_instr_header(const std::vector<uint32_t>& words, const std::string& what) {
+    auto hex = [](uint32_t v) {
+        char buf[16];
+        std::snprintf(buf, sizeof(buf), "0x%08x", v);
+        return std::string(buf);
+    };
+    if (words.size() < 4) {
+        throw npu_error(npu_errc::kernel, what + ": " + std::to_string(words.size()) + " word(s), shorter than the "
+                                                "4-word header of an NPU instruction stream (truncated?)");
+    }
+    const unsigned rows = words[0] >> 24, generation = (words[0] >> 16) & 0xff;
+    if (generation != 3 || rows != 6) {
+        const std::string device = generation == 4 ? "npu2 (Strix / Krackan)"
+                                                   : "device generation " + std::to_string(generation) + ", " +
+                                                         std::to_string(rows) + " rows";
+        throw npu_error(npu_errc::kernel, what + ": header word 0 is " + hex(words[0]) + ", a stream for " + device +
+                                              ", not npu1 (Phoenix / Hawk Point, 0x06030100): rebuild the kernels "
+                                              "for npu1 (kernels/build-kernels.sh)");
+    }
+    const size_t bytes = words.size() * sizeof(uint32_t);
+    if (words[3] != bytes) {
+        throw npu_error(npu_errc::kernel, what + ": the header gives the stream " + std::to_string(words[3]) +
+                                              " bytes, the file holds " + std::to_string(bytes) +
+                                              (words[3] > bytes ? " (truncated)" : ""));
+    }
 }
 
 } // namespace xdna

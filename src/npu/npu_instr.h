@@ -19,4 +19,11 @@ std::vector<uint32_t> npu_load_instr(const std::string& path);
 // with '#' are skipped. Binary: a whole number of little-endian 32-bit words.
 std::vector<uint32_t> npu_parse_instr(const std::string& data, const std::string& what);
 
+// The header aiecc puts at the start of a hardware instruction stream (mlir-aie, AIETargetNPU.cpp): word 0 =
+// rows << 24 | device generation << 16 | version (npu1, Phoenix / Hawk Point: 6 rows, generation 3: 0x06030100;
+// npu2, Strix / Krackan: generation 4), word 3 = the stream's size in bytes. Throws npu_error(npu_errc::kernel), one
+// line naming `what`, for a stream of another device or one whose size differs from its header's (a truncated
+// file). For hardware streams only: the software XDNA1's own streams have a format of their own.
+void npu_check_instr_header(const std::vector<uint32_t>& words, const std::string& what);
+
 } // namespace xdna

@@ -10,10 +10,12 @@
 #include "xdna_emu/emu_observer.h"
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
 #include <system_error>
+#include <thread>
 
 namespace xdna {
 
@@ -65,6 +67,35 @@ const char* state_name(ert_cmd_state s) {
         case ERT_CMD_STATE_NORESPONSE: return "ERT_CMD_STATE_NORESPONSE";
         default:                       return "an unknown state";
     }
+}
+
+bool is_final(ert_cmd_state s) {
+    return s >= ERT_CMD_STATE_COMPLETED && s != ERT_CMD_STATE_SUBMITTED;
+}
+
+// The run's state now; "submitted" (in flight) when XRT cannot tell, so that a run is never let go unless it is
+// known to have ended.
+ert_cmd_state state_of(const xrt::run& r) {
+    try {
+        return r.state();
+    } catch (const std::exception&) {
+        return ERT_CMD_STATE_SUBMITTED;
+    }
+}
+
+// How long a runtime being destroyed waits for the driver to end its parked runs: past it they are left in flight
+// to the process's end, so that exit is neither aborted (XRT) nor held up for the in-tree driver's 60 s.
+constexpr auto exit_wait = std::chrono::milliseconds(1000);
+
+// Runs still in flight when their runtime went: never destroyed (a static that is never freed), reaped by the next
+// runtime opened where they have ended; at process exit the driver ends them as it closes the device.
+struct left_runs {
+    std::mutex mu;
+    std::vector<npu_run> runs;
+};
+left_runs& left_in_flight() {
+    static left_runs* runs = new left_runs();
+    return *runs;
 }
 
 } // namespace
@@ -119,7 +150,19 @@ void npu_buffer::sync_from_device(size_t bytes, size_t offset) {
 
 npu_runtime::npu_runtime(const npu_options& opts) : m_opts(opts) {}
 
-npu_runtime::~npu_runtime() = default;
+npu_runtime::~npu_runtime() {
+    std::lock_guard<std::mutex> lock(m_mu);
+    const auto deadline = std::chrono::steady_clock::now() + exit_wait;
+    for (reap(); !m_parked.empty() && std::chrono::steady_clock::now() < deadline; reap()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (m_parked.empty()) return;
+    log(npu_log_level::warn, std::to_string(m_parked.size()) + " NPU run(s) that timed out are still in flight; they "
+                             "are left to the driver, which ends them when the process closes the device");
+    left_runs& left = left_in_flight();
+    std::lock_guard<std::mutex> left_lock(left.mu);
+    for (npu_run& r : m_parked) left.runs.push_back(std::move(r));
+}
 
 std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     if (opts.context_budget < 1) {
@@ -128,6 +171,13 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     }
     if (opts.timeout_ms < 0) {
         throw npu_error(npu_errc::config, "NPU timeout must be >= 0 ms, got " + std::to_string(opts.timeout_ms));
+    }
+    {
+        left_runs& left = left_in_flight();
+        std::lock_guard<std::mutex> lock(left.mu);
+        left.runs.erase(std::remove_if(left.runs.begin(), left.runs.end(),
+                                       [](const npu_run& r) { return is_final(state_of(r.m_run)); }),
+                        left.runs.end());
     }
     std::unique_ptr<npu_runtime> rt(new npu_runtime(opts));
     std::string path = opts.manifest_path.empty() ? npu_default_manifest_path() : opts.manifest_path;
@@ -191,7 +241,9 @@ void npu_runtime::log(npu_log_level level, const std::string& msg) const {
 const std::vector<uint32_t>& npu_runtime::instr_words(const npu_kernel& k) {
     std::vector<uint32_t>& w = m_instr[k.index];
     if (w.empty()) {
-        w = npu_load_instr(k.instr_path);
+        std::vector<uint32_t> words = npu_load_instr(k.instr_path);
+        if (!m_manifest.emulator_kernels()) npu_check_instr_header(words, "instruction file '" + k.instr_path + "'");
+        w = std::move(words);
     }
     return w;
 }
@@ -372,6 +424,7 @@ npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, n
         throw npu_error(npu_errc::buffer, "launch of '" + k.name + "': A, B and C must be three different buffers");
     }
     std::lock_guard<std::mutex> lock(m_mu);
+    reap();
     npu_run run;
     run.m_design = ensure_loaded(k.design);
     const npu_design& d = m_manifest.design_of(k);
@@ -390,6 +443,9 @@ npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, n
         throw npu_error(npu_errc::launch, "launch of '" + k.name + "' failed: " + e.what());
     }
     run.m_kernel = &k;
+    run.m_args[0] = a.m_bo;
+    run.m_args[1] = b.m_bo;
+    run.m_args[2] = c.m_bo;
     ++m_stats.launches;
     return run;
 }
@@ -414,9 +470,12 @@ void npu_runtime::wait(npu_run& run, int timeout_ms) {
     try {
         state = run.m_run.wait(std::chrono::milliseconds(ms));
     } catch (const std::exception& e) {
-        state = ERT_CMD_STATE_ERROR;
+        state = ERT_CMD_STATE_SUBMITTED;
         log(npu_log_level::error, "waiting for '" + k.name + "': " + e.what());
     }
+    // XRT's wait answers ERT_CMD_STATE_TIMEOUT both when its own timeout passes and for a run the driver ended in
+    // that state: the run's state tells the two apart.
+    if (state == ERT_CMD_STATE_TIMEOUT || !is_final(state)) state = state_of(run.m_run);
     if (state == ERT_CMD_STATE_COMPLETED) {
         std::lock_guard<std::mutex> lock(m_mu);
         ++m_stats.completed;
@@ -431,26 +490,74 @@ void npu_runtime::wait(npu_run& run, int timeout_ms) {
     }
     std::string msg;
     npu_errc code;
-    if (state == ERT_CMD_STATE_TIMEOUT) {
-        // No xrt::run::abort(): it submits an ERT_ABORT command, which the amdxdna driver refuses ("Unsupported
-        // op"). A hung run is ended by the driver's own watchdog (2 s in the out-of-tree driver) in a failed
-        // state; here the run is let go and its hardware context dropped below.
+    if (!is_final(state)) {
+        // Still in flight: no xrt::run::abort() (amdxdna answers ERT_ABORT with "Unsupported op") and no letting go
+        // (XRT aborts the process when a run in progress is destroyed). It is parked until the driver ends it.
         code = npu_errc::timeout;
-        msg = "NPU run of '" + k.name + "' did not finish within " + std::to_string(ms) +
-              " ms; its hardware context is dropped (the driver's watchdog ends a hung run)";
+        msg = "NPU run of '" + k.name + "' did not finish within " + std::to_string(ms) + " ms; it stays on the NPU, "
+              "with its buffers and hardware context, until the driver ends it";
     } else {
         code = npu_errc::run_failed;
-        msg = "NPU run of '" + k.name + "' ended in " + std::string(state_name(state));
+        msg = "NPU run of '" + k.name + "' ended in " + std::string(state_name(state)) +
+              (state == ERT_CMD_STATE_TIMEOUT ? " (the driver's watchdog ended it)" : "");
     }
     {
         // The context that failed may be unusable: unload it, so the next launch starts from a fresh one.
         std::lock_guard<std::mutex> lock(m_mu);
-        if (code == npu_errc::timeout) ++m_stats.timed_out; else ++m_stats.failed;
-        drop(run.m_design);
+        if (code == npu_errc::timeout) {
+            ++m_stats.timed_out;
+            park_locked(run);
+        } else {
+            ++m_stats.failed;
+            drop(run.m_design);
+        }
     }
     log(npu_log_level::error, msg);
     run = npu_run();
     throw npu_error(code, msg);
+}
+
+void npu_runtime::park_locked(npu_run& run) {
+    ++m_stats.parked;
+    drop(run.m_design);
+    m_parked.push_back(std::move(run));
+    run = npu_run();
+}
+
+bool npu_runtime::park(npu_run& run) {
+    if (!run.active()) return false;
+    if (is_final(state_of(run.m_run))) {
+        try {
+            wait(run);
+        } catch (const npu_error&) {
+        }
+        return false;
+    }
+    std::lock_guard<std::mutex> lock(m_mu);
+    log(npu_log_level::debug, "NPU run of '" + run.m_kernel->name + "' left in flight to the driver");
+    park_locked(run);
+    return true;
+}
+
+void npu_runtime::reap() {
+    for (auto it = m_parked.begin(); it != m_parked.end();) {
+        const ert_cmd_state s = state_of(it->m_run);
+        if (!is_final(s)) {
+            ++it;
+            continue;
+        }
+        log(npu_log_level::warn, "NPU run of '" + it->m_kernel->name + "' left to the driver ended in " +
+                                     state_name(s) + ", " + fmt_ms(ms_since(it->m_start)) + " after its launch; its "
+                                     "buffers and hardware context are released");
+        ++m_stats.reaped;
+        it = m_parked.erase(it);
+    }
+}
+
+int npu_runtime::parked() {
+    std::lock_guard<std::mutex> lock(m_mu);
+    reap();
+    return static_cast<int>(m_parked.size());
 }
 
 } // namespace xdna

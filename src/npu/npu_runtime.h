@@ -9,6 +9,7 @@
 //   xdna::npu_run run = rt->launch(*k, a, b, c);                      // returns at once
 //   ... fill the other slot's buffers meanwhile ...
 //   rt->wait(run);                                                    // throws npu_error on failure / timeout
+//   (after a timeout the run stays with the runtime, "parked", until the driver ends it: its buffers are not reused)
 //   c.sync_from_device(); read c.data()                               // tokens x rows, row-major
 #pragma once
 
@@ -83,7 +84,8 @@ private:
 
 struct npu_loaded_design;
 
-// One launched block; move-only. wait() it before reusing its buffers.
+// One launched block; move-only. wait() it before reusing its buffers. A run is never destroyed before its state is
+// final: XRT (2.23 on) aborts the process when a run is destroyed while its command is in progress.
 class npu_run {
 public:
     npu_run() = default;
@@ -99,12 +101,15 @@ private:
     friend class npu_runtime;
     xrt::run m_run;
     std::shared_ptr<npu_loaded_design> m_design;   // keeps its hardware context alive while it runs
+    xrt::bo m_args[3];                              // A, B, C: kept while it runs, parked or not
     const npu_kernel* m_kernel = nullptr;
     std::chrono::steady_clock::time_point m_start;
 };
 
 struct npu_stats {
     uint64_t launches = 0, completed = 0, failed = 0, timed_out = 0;
+    uint64_t parked = 0;                 // runs left in flight to the driver (timed out, or queued behind one)
+    uint64_t reaped = 0;                 // of those, the ones the driver has ended since
     uint64_t loads = 0, unloads = 0;
     double load_ms = 0, unload_ms = 0;   // time spent creating / destroying hardware contexts
     double run_ms = 0;                   // launch to completed wait, summed over completed runs
@@ -133,9 +138,16 @@ public:
     // Starts one block: opcode 3, k's instruction stream and word count, then A, B, C. Returns at once.
     npu_run launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, npu_buffer& c);
     // Waits for the run (timeout_ms < 0: the options' timeout). On failure or timeout its design is unloaded (the
-    // next launch loads it afresh) and npu_error thrown; the runtime stays usable. A run that timed out is not
-    // aborted (amdxdna refuses xrt::run::abort()); the driver's watchdog ends it.
+    // next launch loads it afresh) and npu_error thrown; the runtime stays usable. A run that timed out cannot be
+    // ended from the host (amdxdna refuses xrt::run::abort()) nor let go (XRT aborts): the runtime parks it, with its
+    // buffers, kernel and hardware context, until the driver's watchdog ends it (in-tree amdxdna: 60 s; out-of-tree:
+    // its TDR, 2-4 s once no context makes progress), and reaps it then. The caller must not reuse its buffers.
     void wait(npu_run& run, int timeout_ms = -1);
+    // Hands a run to the runtime without waiting: parked as above while in flight (true), waited for if it has ended
+    // (false; its failure is not thrown). For the other runs in flight of a call whose run timed out.
+    bool park(npu_run& run);
+    // Parked runs still in flight; those the driver has ended are reaped first.
+    int parked();
     // Whether the run has ended (completed or failed) by now, without waiting (xrt::run::state()); wait() it then
     // to learn how, at no cost. For a thread that has other work to go back to meanwhile.
     bool finished(const npu_run& run) const;
@@ -151,6 +163,8 @@ private:
     bool evict_lru(int keep, const std::string& reason);            // m_mu held
     void drop(const std::shared_ptr<npu_loaded_design>& d);         // m_mu held
     const std::vector<uint32_t>& instr_words(const npu_kernel& k);  // m_mu held
+    void park_locked(npu_run& run);                                 // m_mu held
+    void reap();                                                    // m_mu held
 
     npu_options m_opts;
     npu_manifest m_manifest;
@@ -168,6 +182,7 @@ private:
     std::vector<std::vector<uint32_t>> m_instr;                 // per kernel, read once
     uint64_t m_clock = 0;                                       // LRU time
     npu_stats m_stats;
+    std::vector<npu_run> m_parked;                              // in flight after a timeout (m_mu)
 };
 
 } // namespace xdna

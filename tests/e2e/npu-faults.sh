@@ -46,6 +46,33 @@ for fault in error timeout nan; do
     check "$fault: result still right (PPL within 1% of the clean run)" close_to "${p:-0}" "$ref" 0.01
 done
 
+# Every NPU run slower than the plugin's timeout, which is shorter than either driver's watchdog: each call's rows go
+# to the CPU at its timeout, the runs stay parked until the driver ends them. In-tree (job timeout 60 s, past the end
+# of the run): the NPU stops taking rows once 3 are parked and the process exits with them in flight. Out-of-tree: the
+# TDR (every 700 ms here, 2 s by default: past this short run; the plugin's timeout 500 ms) ends them; they are reaped
+# (at the latest while the runtime waits for them at exit). No abort, and the result is exactly the CPU's (every row
+# computed there), as with no NPU at all.
+cpu_only=$(final "$(perplexity XDNA_EMU_OTHER_CONTEXTS=6)")
+for driver in intree outoftree; do
+    settings=(XDNA_EMU_DRIVER=intree GGML_XDNA_NPU_TIMEOUT_MS=1000)
+    [[ $driver == outoftree ]] && settings=(XDNA_EMU_DRIVER=outoftree XDNA_EMU_TDR_MS=700 GGML_XDNA_NPU_TIMEOUT_MS=500)
+    out=$(perplexity XDNA_EMU_FAULT=timeout XDNA_EMU_FAULT_AFTER=14 XDNA_EMU_FAULT_COUNT=0 "${settings[@]}")
+    p=$(final "$out")
+    echo "every run hanging, $driver driver: PPL ${p:-none} (the CPU alone: $cpu_only)"
+    check "slow runs, $driver: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
+    check "slow runs, $driver: no run released in flight" test "$(grep -c 'xrt::run destructed' <<<"$out")" -eq 0
+    check "slow runs, $driver: exactly the CPU's result" test "${p:-none}" = "$cpu_only"
+    check "slow runs, $driver: the NPU stops taking rows with 3 runs parked" \
+        grep -q "NPU takes no rows while 3 of its runs that timed out are still on the NPU" <<<"$out"
+    if [[ $driver == intree ]]; then
+        check "slow runs, in-tree: exit with runs in flight, left to the driver" \
+            grep -q "are still in flight; they are left to the driver" <<<"$out"
+    else
+        check "slow runs, out-of-tree: the runs the TDR ended are reaped" \
+            grep -q "left to the driver ended in ERT_CMD_STATE_TIMEOUT" <<<"$out"
+    fi
+done
+
 # the CPU worker's team driving the NPU between slices of its rows (GGML_XDNA_NPU_TEAM_DRIVES=1), half the rows on
 # the NPU: a failed run is redone on the CPU all the same
 for fault in error nan; do

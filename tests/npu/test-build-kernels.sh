@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kernels/build-kernels.sh against a stand-in mlir-aie checkout (a git repository whose whole_array Makefile writes
-# files named as mlir-aie's do): the pinned commit is checked before anything is built, aiecc or aiecc.py is
-# accepted, every block starts from an empty build/ (a stale intermediate file of another build is not reused),
+# files named as mlir-aie's do): the pinned commit is checked before anything is built, aiecc must be on PATH
+# (aiecc.py alone is refused), every block starts from an empty build/ (a stale intermediate file of another build is
+# not reused), the device is npu1 even with NPU2=1 in the environment (as mlir-aie's env_setup.sh sets it on Strix),
 # and the instruction stream, raw words in a file named .txt as aiecc writes it, is stored as .bin.
 # usage: test-build-kernels.sh REPO_ROOT
 set -euo pipefail
@@ -18,12 +19,14 @@ wa="$mlir/programming_examples/basic/matrix_multiplication/whole_array"
 mkdir -p "$wa"
 cat > "$wa/Makefile" <<'MK'
 suffix=$(M)x$(K)x$(N)_$(m)x$(k)x$(n)_$(n_aie_cols)c
+devicename ?= $(if $(filter 1,$(NPU2)),npu2,npu)
+gen=$(if $(filter npu2,$(devicename)),004,003)
 build/aie_$(suffix).mlir:
 	mkdir -p build
-	echo "dtype_in=$(dtype_in) dtype_out=$(dtype_out) b_col_maj=$(b_col_maj)" > $@
+	echo "dtype_in=$(dtype_in) dtype_out=$(dtype_out) b_col_maj=$(b_col_maj) devicename=$(devicename)" > $@
 build/final_$(suffix).xclbin: build/aie_$(suffix).mlir
 	cp $< $@
-	printf '\001\000\003\006\040\000\000\000' > build/insts_$(suffix).txt
+	printf '\000\001\$(gen)\006\040\000\000\000' > build/insts_$(suffix).txt
 MK
 git -C "$mlir" init -q
 git -C "$mlir" -c user.name=t -c user.email=t@t add -A
@@ -44,8 +47,11 @@ expect_error() {
     grep -q -- "$pattern" "$work/err" || { cat "$work/err"; fail "'$*': no error matching '$pattern'"; }
 }
 
-# No aiecc of either name on PATH.
-expect_error "neither aiecc nor aiecc.py is on PATH" env PATH="/usr/bin:/bin" "$recipe" --mlir-aie "$mlir" --out "$work/o0"
+# No aiecc on PATH; aiecc.py alone is not enough.
+expect_error "aiecc is not on PATH" env PATH="/usr/bin:/bin" "$recipe" --mlir-aie "$mlir" --out "$work/o0"
+mv "$bin/aiecc" "$bin/aiecc.py"
+expect_error "aiecc.py alone is not enough" env PATH="$bin:/usr/bin:/bin" "$recipe" --mlir-aie "$mlir" --out "$work/o0"
+mv "$bin/aiecc.py" "$bin/aiecc"
 # Not the pinned commit (the real pin: the stand-in is not it).
 expect_error "not the pinned 979629649" env PATH="$bin:$PATH" "$recipe" --mlir-aie "$mlir" --out "$work/o1"
 # Another commit is accepted only if it contains the fixes the designs need.
@@ -55,10 +61,9 @@ expect_error "does not contain eca6ce66f" env PATH="$bin:$PATH" "$recipe" --mlir
 # A stale intermediate of an earlier build of the same suffix, with other types and B row-major.
 mkdir -p "$wa/build"
 echo "dtype_in=i16 dtype_out=i16 b_col_maj=0" > "$wa/build/aie_64x1024x256_16x64x64_4c.mlir"
-# aiecc.py alone (older mlir-aie) is accepted too.
-mv "$bin/aiecc" "$bin/aiecc.py"
+# NPU2=1 as mlir-aie's env_setup.sh exports it on Strix / Krackan: the blocks are built for npu1 all the same.
 out="$work/kernels"
-GGML_XDNA_MLIR_AIE_PIN=${head:0:9} PATH="$bin:$PATH" \
+NPU2=1 GGML_XDNA_MLIR_AIE_PIN=${head:0:9} PATH="$bin:$PATH" \
     "$recipe" --mlir-aie "$mlir" --out "$out" --tokens 64,128 --rows 256 > "$work/log" 2>&1 ||
     { cat "$work/log"; fail "the build failed"; }
 for d in bf16_k1024:bf16:f32 i8_k1024:i8:i32; do
@@ -66,10 +71,11 @@ for d in bf16_k1024:bf16:f32 i8_k1024:i8:i32; do
     for t in 64 128; do
         x="$out/$name/t${t}_r256.xclbin"
         [[ -f $x ]] || fail "$x missing"
-        grep -qx "dtype_in=$din dtype_out=$dout b_col_maj=1" "$x" || fail "$x was built from a stale file: $(cat "$x")"
+        grep -q "dtype_in=$din dtype_out=$dout b_col_maj=1 " "$x" || fail "$x was built from a stale file: $(cat "$x")"
+        grep -q " devicename=npu$" "$x" || fail "$x was not built for npu1 with NPU2=1 set: $(cat "$x")"
         i="$out/$name/t${t}_r256.bin"
         [[ -f $i ]] || fail "$i missing (the instruction stream is stored as .bin)"
-        cmp -s "$i" <(printf '\001\000\003\006\040\000\000\000') || fail "$i is not the stream aiecc wrote"
+        cmp -s "$i" <(printf '\000\001\003\006\040\000\000\000') || fail "$i is not the npu1 stream aiecc wrote"
         [[ ! -e "$out/$name/t${t}_r256.txt" ]] || fail "a .txt instruction file was written"
     done
 done
@@ -81,4 +87,4 @@ blocks = [b for d in m["designs"] for b in d["blocks"]]
 assert len(blocks) == 4, blocks
 assert all(b["instr"].endswith(".bin") for b in blocks), blocks
 PY
-echo "build-kernels.sh: pin checked, aiecc/aiecc.py accepted, fresh build/ per block, instruction streams as .bin"
+echo "build-kernels.sh: pin checked, aiecc required, npu1 with NPU2=1 set, fresh build/ per block, instruction streams as .bin"

@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -247,6 +249,7 @@ TEST(EmulatorXrt, SyncBoundsAreChecked) {
 
 TEST(EmulatorXrt, TimeoutAbortRefusedWatchdogEndsTheRun) {
     xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    xdna_test::scoped_env driver("XDNA_EMU_DRIVER", "outoftree");
     xdna_test::scoped_env tdr("XDNA_EMU_TDR_MS", "300");
     raw_block r;
     r.sync_inputs();
@@ -264,7 +267,8 @@ TEST(EmulatorXrt, TimeoutAbortRefusedWatchdogEndsTheRun) {
     }
     EXPECT_EQ(run.state(), ERT_CMD_STATE_RUNNING);
     // The driver's watchdog ends it, in a failed state.
-    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ABORT);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_TIMEOUT);
+    EXPECT_EQ(run.state(), ERT_CMD_STATE_TIMEOUT);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_GE(ms, 300.0);
     // Only the first run was faulty: the same run object runs again normally.
@@ -276,12 +280,12 @@ TEST(EmulatorXrt, TimeoutAbortRefusedWatchdogEndsTheRun) {
 
 TEST(EmulatorXrt, RunCannotStartTwiceWhileActive) {
     xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
-    xdna_test::scoped_env tdr("XDNA_EMU_TDR_MS", "100");
+    xdna_test::scoped_env timeout("XDNA_EMU_JOB_TIMEOUT_MS", "100");
     raw_block r;
     r.sync_inputs();
     xrt::run run = r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
     EXPECT_THROW(run.start(), std::runtime_error);
-    EXPECT_EQ(run.wait(), ERT_CMD_STATE_ABORT);
+    EXPECT_EQ(run.wait(), ERT_CMD_STATE_TIMEOUT);
     xrt::run never(r.kern);
     EXPECT_EQ(never.wait(std::chrono::milliseconds(1)), ERT_CMD_STATE_NEW);
     EXPECT_THROW(never.abort(), std::system_error);
@@ -351,4 +355,122 @@ TEST(EmulatorXrt, SubBuffersReadTheirRangeInPlace) {
     EXPECT_EQ(ok.wait(), ERT_CMD_STATE_COMPLETED);
     xrt::run bad = r.kern(3u, r.bo_instr, r.instr.size(), a_part, r.b, c_over);
     EXPECT_EQ(bad.wait(), ERT_CMD_STATE_ERROR);
+}
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A block on a hardware context of its own whose first run hangs (XDNA_EMU_FAULT is read when its device opens).
+std::unique_ptr<raw_block> hanging_block() {
+    xdna_test::scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    auto r = std::make_unique<raw_block>();
+    r->sync_inputs();
+    return r;
+}
+
+xrt::run start(raw_block& r) {
+    return r.kern(3u, r.bo_instr, r.instr.size(), r.a, r.b, r.c);
+}
+
+// A hung run on one context with a second queued behind it, and a block on another context
+struct hung_and_other {
+    std::unique_ptr<raw_block> hung = hanging_block();
+    raw_block other;
+    xrt::run first, behind;
+    hung_and_other() {
+        other.sync_inputs();
+        first = start(*hung);
+        behind = start(*hung);
+    }
+};
+
+} // namespace
+
+// XRT 2.23 and later abort the process when a run is destroyed while its command is in progress (run_impl's
+// destructor): the emulator does the same, so that code which lets go of a run in flight fails here as on hardware.
+TEST(EmulatorXrtDeathTest, RunDestroyedInFlightAbortsAsXrtDoes) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    xdna_test::scoped_env log("XDNA_EMU_LOG", "0");
+    EXPECT_DEATH(
+        {
+            auto r = hanging_block();
+            xrt::run run = r->kern(3u, r->bo_instr, r->instr.size(), r->a, r->b, r->c);
+            EXPECT_EQ(run.wait(std::chrono::milliseconds(20)), ERT_CMD_STATE_TIMEOUT);
+            run = xrt::run();   // the last handle of a run in flight
+        },
+        "xrt::run destructed while command is still in progress");
+}
+
+TEST(EmulatorXrt, RunDestroyedWhileAnExceptionPropagatesDoesNotAbort) {
+    xdna_test::scoped_env timeout("XDNA_EMU_JOB_TIMEOUT_MS", "200");
+    xdna_test::scoped_env log("XDNA_EMU_LOG", "0");
+    auto r = hanging_block();
+    bool caught = false;
+    try {
+        xrt::run run = r->kern(3u, r->bo_instr, r->instr.size(), r->a, r->b, r->c);
+        throw std::runtime_error("unwinding");
+    } catch (const std::runtime_error&) {
+        caught = true;   // XRT checks std::uncaught_exceptions(): the run went during unwinding, without an abort
+    }
+    EXPECT_TRUE(caught);
+    // a completed run and a never-started one go quietly
+    auto ok = std::make_unique<raw_block>();
+    ok->sync_inputs();
+    xrt::run done = ok->kern(3u, ok->bo_instr, ok->instr.size(), ok->a, ok->b, ok->c);
+    EXPECT_EQ(done.wait(), ERT_CMD_STATE_COMPLETED);
+    done = xrt::run();
+    xrt::run never(ok->kern);
+}
+
+// In-tree amdxdna: the DRM scheduler's job timeout ends the hung job in TIMEOUT and the runs queued behind it on its
+// context in ABORT; another context runs meanwhile. The default is the driver's 60 s; shortened here.
+TEST(EmulatorXrt, InTreeJobTimeoutEndsTheHungRun) {
+    xdna_test::scoped_env driver("XDNA_EMU_DRIVER", "intree");
+    xdna_test::scoped_env timeout("XDNA_EMU_JOB_TIMEOUT_MS", "400");
+    hung_and_other h;
+    const auto t0 = std::chrono::steady_clock::now();   // the hang began at most a moment before
+    xrt::run &first = h.first, &behind = h.behind;
+    xrt::run elsewhere = start(h.other);
+    EXPECT_EQ(elsewhere.wait(), ERT_CMD_STATE_COMPLETED);
+    EXPECT_LT(ms_since(t0), 400.0) << "another context waited for the hung one";
+    EXPECT_EQ(first.state(), ERT_CMD_STATE_RUNNING);
+    EXPECT_EQ(behind.state(), ERT_CMD_STATE_QUEUED);
+    EXPECT_EQ(first.wait(), ERT_CMD_STATE_TIMEOUT);
+    EXPECT_GE(ms_since(t0), 400.0 - 50.0);
+    EXPECT_EQ(behind.wait(), ERT_CMD_STATE_ABORT);
+    // the context restarted: its next run computes
+    first.start();
+    EXPECT_EQ(first.wait(), ERT_CMD_STATE_COMPLETED);
+    h.hung->c.sync(XCL_BO_SYNC_BO_FROM_DEVICE);
+    EXPECT_LE(h.hung->nmse(), 1e-12);
+}
+
+// Out-of-tree amdxdna: the TDR checks every period and recovers only when runs are pending and no context made
+// progress since its last check (aie2_tdr.c): while another context completes runs, the hung one stays hung; once
+// that stops, the hung run ends in TIMEOUT and every other pending run in ABORT.
+TEST(EmulatorXrt, OutOfTreeTdrFiresOnlyWhenEveryContextIsStuck) {
+    xdna_test::scoped_env driver("XDNA_EMU_DRIVER", "outoftree");
+    xdna_test::scoped_env tdr("XDNA_EMU_TDR_MS", "200");
+    hung_and_other h;
+    xrt::run &first = h.first, &behind = h.behind;
+    raw_block& other = h.other;
+    xrt::run busy(other.kern);
+    const auto t0 = std::chrono::steady_clock::now();
+    int runs = 0;
+    while (ms_since(t0) < 1000.0) {   // five TDR periods of another context making progress
+        busy(3u, other.bo_instr, static_cast<unsigned>(other.instr.size()), other.a, other.b, other.c);
+        ASSERT_EQ(busy.wait(), ERT_CMD_STATE_COMPLETED);
+        ++runs;
+    }
+    EXPECT_GT(runs, 5);
+    EXPECT_EQ(first.state(), ERT_CMD_STATE_RUNNING) << "the TDR fired while a context made progress";
+    const auto t1 = std::chrono::steady_clock::now();
+    EXPECT_EQ(first.wait(), ERT_CMD_STATE_TIMEOUT);
+    const double found = ms_since(t1);
+    EXPECT_GE(found, 200.0 - 1.0);   // a whole period without progress, then a check: one to two periods
+    EXPECT_LT(found, 2000.0);
+    EXPECT_EQ(behind.wait(), ERT_CMD_STATE_ABORT);
 }

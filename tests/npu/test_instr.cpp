@@ -126,3 +126,67 @@ TEST(NpuInstr, ClearErrors) {
         EXPECT_NE(std::string(e.what()).find("cannot open file"), std::string::npos) << e.what();
     }
 }
+
+namespace {
+
+// A hardware stream as aiecc lays it out (mlir-aie's AIETargetNPU): word 0 rows << 24 | generation << 16 | version,
+// word 1 the geometry, word 2 the operation count, word 3 the size in bytes; then `ops` words of operations.
+std::vector<uint32_t> hw_stream(uint32_t rows, uint32_t generation, size_t ops) {
+    std::vector<uint32_t> w = {rows << 24 | generation << 16 | 1u << 8, 1u << 8 | 4u, uint32_t(ops / 2), 0};
+    for (size_t i = 0; i < ops; ++i) w.push_back(uint32_t(0x80 + i));
+    w[3] = uint32_t(w.size() * 4);
+    return w;
+}
+
+// The header check on a stream read from a file, as the runtime does it for a hardware kernel set: "" when accepted.
+std::string header_error(const std::string& data, const std::string& name) {
+    const std::string p = tmp_path(name);
+    write_file(p, data);
+    std::string msg;
+    try {
+        xdna::npu_check_instr_header(xdna::npu_load_instr(p), "instruction file '" + p + "'");
+    } catch (const xdna::npu_error& e) {
+        EXPECT_EQ(e.code(), xdna::npu_errc::kernel);
+        msg = e.what();
+        EXPECT_NE(msg.find(p), std::string::npos) << "the file is not named: " << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+    }
+    std::remove(p.c_str());
+    return msg;
+}
+
+} // namespace
+
+TEST(NpuInstr, HardwareHeaderNpu1Accepted) {
+    const std::vector<uint32_t> npu1 = hw_stream(6, 3, 40);
+    ASSERT_EQ(npu1[0], 0x06030100u);
+    EXPECT_EQ(header_error(as_binary(npu1), "npu1.bin"), "");
+    EXPECT_EQ(header_error(as_text(npu1, true, "\n"), "npu1.txt"), "");
+}
+
+TEST(NpuInstr, HardwareHeaderOtherDeviceRefused) {
+    // mlir-aie's env_setup.sh sets NPU2=1 on Strix / Krackan: a recipe that let it through built npu2 streams
+    const std::string msg = header_error(as_binary(hw_stream(6, 4, 40)), "npu2.bin");
+    EXPECT_NE(msg.find("0x06040100"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("npu2"), std::string::npos) << msg;
+    EXPECT_NE(header_error(as_binary(hw_stream(6, 5, 40)), "gen5.bin").find("device generation 5"), std::string::npos);
+}
+
+TEST(NpuInstr, HardwareHeaderTruncatedRefused) {
+    const std::string whole = as_binary(hw_stream(6, 3, 40));
+    const std::string msg = header_error(whole.substr(0, whole.size() - 16), "cut.bin");
+    EXPECT_NE(msg.find("the header gives the stream " + std::to_string(whole.size()) + " bytes, the file holds " +
+                       std::to_string(whole.size() - 16) + " (truncated)"), std::string::npos) << msg;
+    EXPECT_NE(header_error(whole.substr(0, 8), "header-only.bin").find("shorter than the 4-word header"),
+              std::string::npos);
+}
+
+TEST(NpuInstr, EmulatorStreamsHaveTheirOwnFormat) {
+    // The software XDNA1's streams start with their own magic ("XEMU", docs/emulator.md): the hardware header check
+    // would refuse them, which is why the runtime applies it to hardware kernel sets only (and the emulator's set
+    // loads: NpuRuntime tests)
+    const std::string raw = read_all(xdna_test::kernels_dir() + "/bf16_k1024/t64_r256.bin");
+    ASSERT_GE(raw.size(), 4u);
+    EXPECT_EQ(raw.substr(0, 4), "XEMU");
+    EXPECT_NE(header_error(raw, "xemu.bin"), "");
+}

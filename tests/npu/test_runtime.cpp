@@ -40,6 +40,14 @@ double run_block(npu_runtime& rt, const npu_kernel& k, unsigned seed, bool sync_
     return xdna_test::nmse(k, c.data(), d.ref);
 }
 
+// Polls until the runtime has no parked run left (the driver ended them and they were reaped), or 20 s pass.
+void wait_until_reaped(npu_runtime& rt) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (rt.parked() > 0 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
 template <typename F> npu_error expect_npu_error(F&& f) {
     try {
         f();
@@ -253,9 +261,11 @@ TEST(NpuRuntime, InjectedRunFailureThenRecovery) {
 }
 
 TEST(NpuRuntime, InjectedTimeoutThenRecovery) {
-    // The runtime does not abort (amdxdna refuses it): the hung run holds the NPU until the driver's watchdog.
+    // The run cannot be aborted (amdxdna refuses it) nor let go (XRT aborts the process): the runtime parks it until
+    // the driver's watchdog ends it (here the in-tree driver's job timeout, shortened), and reaps it then.
     scoped_env fault("XDNA_EMU_FAULT", "timeout");
-    scoped_env tdr("XDNA_EMU_TDR_MS", "500");
+    scoped_env driver("XDNA_EMU_DRIVER", "intree");
+    scoped_env job("XDNA_EMU_JOB_TIMEOUT_MS", "4000");   // far past the wait, even in sanitizer builds
     npu_options o = test_options();
     o.timeout_ms = 200;
     auto rt = npu_runtime::open(o);
@@ -264,11 +274,83 @@ TEST(NpuRuntime, InjectedTimeoutThenRecovery) {
     const npu_error e = expect_npu_error([&] { run_block(*rt, k, 11); });
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(e.code(), npu_errc::timeout);
-    EXPECT_NE(std::string(e.what()).find("did not finish within 200 ms; its hardware context is dropped"),
+    EXPECT_NE(std::string(e.what()).find("did not finish within 200 ms; it stays on the NPU, with its buffers and "
+                                         "hardware context, until the driver ends it"),
               std::string::npos) << e.what();
     EXPECT_GE(ms, 200.0);
-    EXPECT_EQ(run_block(*rt, k, 12, true, 60000), 0.0);   // a generous timeout: sanitizer builds are slow
+    EXPECT_LT(ms, 4000.0) << "the caller waited for the driver";
+    EXPECT_EQ(rt->parked(), 1);
+    EXPECT_EQ(run_block(*rt, k, 12, true, 60000), 0.0);   // on a fresh context; a generous timeout for sanitizers
     EXPECT_EQ(rt->stats().timed_out, 1u);
+    wait_until_reaped(*rt);
+    EXPECT_EQ(rt->parked(), 0) << "the run the driver ended was not reaped";
+    EXPECT_EQ(rt->stats().reaped, 1u);
+}
+
+// A run slower than the runtime's timeout, under each driver model: the caller has its error at the timeout, the run
+// stays parked until the driver ends it, then is reaped; a second run already queued behind it on its context is
+// parked with it without a wait. Nothing aborts.
+class NpuRuntimeDrivers : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NpuRuntimeDrivers, SlowRunParkedThenReaped) {
+    const bool intree = std::string(GetParam()) == "intree";
+    scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    scoped_env driver("XDNA_EMU_DRIVER", GetParam());
+    scoped_env job("XDNA_EMU_JOB_TIMEOUT_MS", "600");
+    scoped_env tdr("XDNA_EMU_TDR_MS", "200");
+    scoped_env log("XDNA_EMU_LOG", "0");
+    npu_options o = test_options();
+    o.timeout_ms = 100;
+    auto rt = npu_runtime::open(o);
+    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 64, 256);
+    npu_buffer a = rt->alloc(k, npu_arg::a), b = rt->alloc(k, npu_arg::b), c = rt->alloc(k, npu_arg::c);
+    npu_buffer c2 = rt->alloc(k, npu_arg::c);
+    xdna_test::fill_block(k, a, b, 21);
+    a.sync_to_device();
+    b.sync_to_device();
+    npu_run hung = rt->launch(k, a, b, c), behind = rt->launch(k, a, b, c2);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(expect_npu_error([&] { rt->wait(hung); }).code(), npu_errc::timeout);
+    EXPECT_FALSE(hung.active());
+    EXPECT_TRUE(rt->park(behind));
+    EXPECT_FALSE(behind.active());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(ms, 600.0) << "the caller waited for the driver";
+    EXPECT_EQ(rt->parked(), 2);
+    wait_until_reaped(*rt);
+    const double reaped_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(rt->parked(), 0);
+    EXPECT_EQ(rt->stats().parked, 2u);
+    EXPECT_EQ(rt->stats().reaped, 2u);
+    EXPECT_GE(reaped_ms, intree ? 600.0 - 100.0 : 200.0 - 100.0);   // not before the driver's watchdog could fire
+    EXPECT_LE(run_block(*rt, k, 22, true, 60000), 1e-12);   // the runtime goes on
+}
+
+INSTANTIATE_TEST_SUITE_P(Drivers, NpuRuntimeDrivers, ::testing::Values("intree", "outoftree"));
+
+// The process ends with a run still on the NPU (the in-tree driver's 60 s job timeout not yet passed): the runtime
+// waits a bounded time for the driver, then leaves the run to it; exit neither aborts nor hangs.
+void exit_with_a_parked_run() {
+    npu_options o = test_options();
+    o.timeout_ms = 50;
+    auto rt = npu_runtime::open(o);
+    const npu_kernel& k = kernel(*rt, npu_dtype::bf16, 64, 256);
+    try {
+        run_block(*rt, k, 31);
+    } catch (const npu_error&) {
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    rt.reset();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::exit(ms < 5000.0 ? 0 : 3);
+}
+
+TEST(NpuRuntimeDeathTest, ExitWithAParkedRunNeitherAbortsNorHangs) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    scoped_env fault("XDNA_EMU_FAULT", "timeout");
+    scoped_env driver("XDNA_EMU_DRIVER", "intree");
+    scoped_env log("XDNA_EMU_LOG", "0");
+    EXPECT_EXIT(exit_with_a_parked_run(), ::testing::ExitedWithCode(0), "left to the driver");
 }
 
 TEST(NpuRuntime, InjectedNanResults) {

@@ -2,6 +2,7 @@
 // The same program drives a real NPU (XRT build) or the software XDNA1 (emulator build).
 //
 //   xdna-npu-smoke [--kernels manifest.json] [--reps N] [--only SUBSTRING] [--seed S] [--timeout-ms MS] [--check]
+//                  [--check-tolerance]
 //
 // Per kernel it prints: the NMSE against the fp64 product of the very inputs the NPU saw (bf16-rounded), the NMSE
 // against the fp64 product of the unrounded f32 inputs, that second NMSE divided by what bf16 input rounding is
@@ -9,9 +10,15 @@
 // --check makes it fail (exit 1) unless: bf16 NMSE against the rounded inputs <= smoke_nmse_limit(K) (smoke_limits.h:
 // (5/3) (K/8) 2^-46, from the MAC's group-of-8 accumulation; it grows with K) and 0.5 <= ratio <= 2; int8 results
 // equal the reference exactly.
+// --check-tolerance fails a kernel only for results that are wrong, not merely less accurate than the emulator's model
+// of the accumulation: NaN or Inf, a bf16 result further from the fp64 reference than mlir-aie's matrix-multiply test
+// allows (rel 0.05, abs 0.5), or an int8 result that is not exact. The NMSE limit above is printed beside the
+// measured NMSE (column "NMSE limit", and a NOTE line where it is passed) but does not fail the kernel: it was
+// derived on the emulator, and a first run on the silicon is what shows the silicon's figure.
 #include "npu_runtime.h"
 #include "smoke_limits.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,11 +39,17 @@ struct args {
     unsigned seed = 1;
     int timeout_ms = 20000;
     bool check = false;
+    bool check_tolerance = false;
 };
+
+// mlir-aie's matrix-multiply test (programming_examples/basic/matrix_multiplication) accepts an f32 result within
+// these of its reference.
+constexpr double mlir_aie_rel_tol = 0.05, mlir_aie_abs_tol = 0.5;
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr, "xdna-npu-smoke: %s\nusage: xdna-npu-smoke [--kernels manifest.json] [--reps N] "
-                         "[--only SUBSTRING] [--seed S] [--timeout-ms MS] [--check]\n", why.c_str());
+                         "[--only SUBSTRING] [--seed S] [--timeout-ms MS] [--check] [--check-tolerance]\n",
+                 why.c_str());
     std::exit(2);
 }
 
@@ -61,6 +74,7 @@ args parse(int argc, char** argv) {
         else if (o == "--seed") a.seed = static_cast<unsigned>(number(0));
         else if (o == "--timeout-ms") a.timeout_ms = number(0);
         else if (o == "--check") a.check = true;
+        else if (o == "--check-tolerance") a.check_tolerance = true;
         else usage("unknown option '" + o + "'");
     }
     return a;
@@ -79,6 +93,8 @@ double bf16_rounding_variance(float x) {
 struct result {
     double nmse_rounded = 0, nmse_f32 = 0, expected_f32 = 0;
     bool exact = true;
+    bool finite = true;
+    int64_t outside_tol = 0;   // results further from the reference than mlir-aie's tolerance
     double ms = 0;
 };
 
@@ -137,6 +153,8 @@ result run_kernel(npu_runtime& rt, const npu_kernel& k, std::mt19937& rng, int r
             const size_t idx = size_t(i) * N + j;
             const double got = k.c == npu_dtype::f32 ? c.as<float>()[idx] : static_cast<double>(c.as<int32_t>()[idx]);
             if (got != sr) res.exact = false;
+            if (!std::isfinite(got)) res.finite = false;
+            else if (std::fabs(got - sr) > std::max(mlir_aie_abs_tol, mlir_aie_rel_tol * std::fabs(sr))) ++res.outside_tol;
             err_r += (got - sr) * (got - sr);
             err_f += (got - sf) * (got - sf);
             ref_r2 += sr * sr;
@@ -169,6 +187,37 @@ result run_kernel(npu_runtime& rt, const npu_kernel& k, std::mt19937& rng, int r
     return res;
 }
 
+// Why kernel k's result fails the check the options ask for ("" when it passes); *note: the NMSE limit passed
+// where it is only reported (--check-tolerance).
+std::string check_result(const args& opt, const npu_kernel& k, const result& r, double ratio, std::string* note) {
+    const double limit = smoke_nmse_limit(k.c, k.k);
+    char buf[256];
+    if (opt.check_tolerance) {
+        if (!r.finite) return "NaN or Inf in the result";
+        if (k.c == npu_dtype::i32) return r.exact ? "" : "int8 result differs from the exact reference";
+        if (r.outside_tol > 0) {
+            std::snprintf(buf, sizeof buf, "%lld of %lld results are further from the fp64 reference than mlir-aie's "
+                                           "matrix-multiply tolerance (rel %.2f, abs %.1f)",
+                          static_cast<long long>(r.outside_tol), static_cast<long long>(k.tokens) * k.rows,
+                          mlir_aie_rel_tol, mlir_aie_abs_tol);
+            return buf;
+        }
+        if (!(r.nmse_rounded <= limit)) {
+            std::snprintf(buf, sizeof buf, "NMSE against the rounded inputs %.3e is above %.3e, the limit derived "
+                                           "from the emulator's accumulation model for K = %d (reported, not a "
+                                           "failure)", r.nmse_rounded, limit, k.k);
+            *note = buf;
+        }
+        return "";
+    }
+    if (k.c == npu_dtype::i32) return r.exact ? "" : "int8 result differs from the exact reference";
+    std::snprintf(buf, sizeof buf, "NMSE against the rounded inputs %.3e is above %.3e, the limit for K = %d",
+                  r.nmse_rounded, limit, k.k);
+    if (!(r.nmse_rounded <= limit)) return buf;
+    if (!(ratio >= 0.5 && ratio <= 2.0)) return "error against f32 inputs is not what bf16 rounding explains";
+    return "";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -187,8 +236,8 @@ int main(int argc, char** argv) {
     if (!rt->results_valid()) {
         std::printf("the device computes nothing in this mode: NMSE columns are meaningless, no checks\n");
     }
-    std::printf("%-24s %-16s %-16s %13s %13s %9s %10s %9s\n", "kernel", "types", "tokens x k x rows",
-                "NMSE(rounded)", "NMSE(f32 in)", "f32/expect", "ms/launch", "GFLOP/s");
+    std::printf("%-24s %-16s %-16s %13s %13s %9s %10s %9s %11s\n", "kernel", "types", "tokens x k x rows",
+                "NMSE(rounded)", "NMSE(f32 in)", "f32/expect", "ms/launch", "GFLOP/s", "NMSE limit");
     std::mt19937 rng(opt.seed);
     int failures = 0, ran = 0;
     for (const npu_kernel& k : rt->manifest().kernels()) {
@@ -199,20 +248,13 @@ int main(int argc, char** argv) {
         try {
             const result r = run_kernel(*rt, k, rng, opt.reps);
             const double ratio = r.expected_f32 > 0 ? r.nmse_f32 / r.expected_f32 : 0.0;
-            std::printf("%-24s %-16s %-16s %13.3e %13.3e %9.3f %10.3f %9.1f\n", k.name.c_str(), types.c_str(),
-                        shape.c_str(), r.nmse_rounded, r.nmse_f32, ratio, r.ms, k.flops() / (r.ms * 1e6));
-            if (opt.check && rt->results_valid()) {
-                std::string bad;
-                if (k.c == npu_dtype::i32) {
-                    if (!r.exact) bad = "int8 result differs from the exact reference";
-                } else {
-                    const double limit = smoke_nmse_limit(k.c, k.k);
-                    char buf[160];
-                    std::snprintf(buf, sizeof buf, "NMSE against the rounded inputs %.3e is above %.3e, the limit for "
-                                                   "K = %d", r.nmse_rounded, limit, k.k);
-                    if (!(r.nmse_rounded <= limit)) bad = buf;
-                    else if (!(ratio >= 0.5 && ratio <= 2.0)) bad = "error against f32 inputs is not what bf16 rounding explains";
-                }
+            std::printf("%-24s %-16s %-16s %13.3e %13.3e %9.3f %10.3f %9.1f %11.3e\n", k.name.c_str(),
+                        types.c_str(), shape.c_str(), r.nmse_rounded, r.nmse_f32, ratio, r.ms,
+                        k.flops() / (r.ms * 1e6), smoke_nmse_limit(k.c, k.k));
+            if ((opt.check || opt.check_tolerance) && rt->results_valid()) {
+                std::string note;
+                const std::string bad = check_result(opt, k, r, ratio, &note);
+                if (!note.empty()) std::printf("NOTE %s: %s\n", k.name.c_str(), note.c_str());
                 if (!bad.empty()) {
                     std::printf("FAIL %s: %s\n", k.name.c_str(), bad.c_str());
                     ++failures;

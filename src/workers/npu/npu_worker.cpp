@@ -141,7 +141,11 @@ std::vector<const npu_design *> npu_worker::designs_for(const ggml_tensor * w) c
 
 bool npu_worker::accepts(const multiply & m) const {
     const ggml_tensor * node = m.node;
-    if (switched_off || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) return false;
+    if (switched_off) {
+        rt->parked();   // runs the driver has ended still give back their buffers and hardware contexts
+        return false;
+    }
+    if ((node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID) || too_many_parked()) return false;
     if (!m.routing_error.empty()) return false;
     // F32 weights stay with the CPU, which computes them exactly: in bf16 the NPU would drop 16 bits of every weight
     // that the model kept at full precision on purpose (an MoE router, whose expert choice flips on small errors; a
@@ -757,15 +761,6 @@ void npu_worker::launch_next(call & c) {
     held_design.store(kn.design, std::memory_order_relaxed);
     if (i == 0) c.first_launched = now_seconds();
     c.launched++;
-}
-
-// Never leave a run writing into buffers the next call reuses.
-void npu_worker::drain() {
-    for (auto & s : slots) {
-        if (s->run.active()) {
-            try { rt->wait(s->run); } catch (...) {}
-        }
-    }
 }
 
 // The call's set-up before the pipeline: its jobs, their weights, the slots and the activations' places. A failure,

@@ -13,7 +13,9 @@
 // converted for the call when they do not fit it (then copied into the slots block by block).
 //
 // A failed or timed-out run, or a block with NaN/Inf in its output, fails the call: the engine recomputes the rows on
-// the CPU. After repeated failures the worker switches itself off for the process.
+// the CPU. A run that timed out stays on the NPU until the driver ends it (npu_runtime::wait), with the buffers it
+// uses; past a few such runs the worker takes no rows until the driver has ended them. After repeated failures the
+// worker switches itself off for the process.
 #pragma once
 
 #include "workers/async_worker.h"
@@ -111,7 +113,8 @@ class npu_worker final : public async_worker {
     void run_first(call & c);      // the first launches (a driven call's, before the team's steps)
     void run_pipeline(call & c);   // from where the call stands to its end
     void launch_next(call & c);
-    void drain();                  // waits for every run in flight, whatever their end
+    void drain();                  // every run in flight waited for, or parked after a timeout (its buffers let go)
+    bool too_many_parked() const;  // max_parked runs or more still on the NPU after timeouts (said once)
     work_result wrap_up(call & c, double t0);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const block & bl);
@@ -185,6 +188,10 @@ class npu_worker final : public async_worker {
 
     std::unique_ptr<driven_call> drive;   // the call the CPU worker's team drives, from begin_driven to end()
 
+    // Runs that timed out and stay on the NPU until the driver ends them: as many as one call keeps in flight
+    static constexpr int max_parked = max_depth;
+    uint64_t          parked_seen = 0;         // the runtime's parked count when drain() last looked (worker thread)
+    mutable std::atomic<bool> parked_over{ false };
     std::atomic<bool> switched_off{ false };
     std::atomic<bool> resident_ok{ true };     // false once an NPU buffer for a weight could not be had
     int               failures_in_a_row = 0;   // worker thread only
