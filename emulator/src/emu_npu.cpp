@@ -300,7 +300,7 @@ ert_cmd_state npu::execute(command& cmd, std::chrono::steady_clock::time_point* 
     std::chrono::steady_clock::time_point done;
     {
         std::lock_guard<std::mutex> lock(m_mu);
-        const xrt::uuid& design_id = run.kernel->ctx->xclbin->uuid;
+        const xrt::uuid& design_id = kernel.ctx->xclbin->uuid;
         auto start = std::max(cmd.submitted + dispatch, m_busy_until + gap);
         if (m_last_design && m_last_design != design_id) {
             start += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
