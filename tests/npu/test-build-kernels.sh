@@ -87,4 +87,27 @@ blocks = [b for d in m["designs"] for b in d["blocks"]]
 assert len(blocks) == 4, blocks
 assert all(b["instr"].endswith(".bin") for b in blocks), blocks
 PY
-echo "build-kernels.sh: pin checked, aiecc required, npu1 with NPU2=1 set, fresh build/ per block, instruction streams as .bin"
+
+# The wide tiles: a block of 256 tokens is built in the m64 designs too (whole_array's m, k, n as the manifest's tile
+# says), one of 128 only in the narrow ones; --no-wide-tiles leaves them out.
+wide="$work/wide"
+GGML_XDNA_MLIR_AIE_PIN=${head:0:9} PATH="$bin:$PATH" \
+    "$recipe" --mlir-aie "$mlir" --out "$wide" --tokens 128,256 --rows 256 > "$work/log" 2>&1 ||
+    { cat "$work/log"; fail "the build with the wide tiles failed"; }
+GGML_XDNA_MLIR_AIE_PIN=${head:0:9} PATH="$bin:$PATH" \
+    "$recipe" --mlir-aie "$mlir" --out "$work/narrow" --tokens 128,256 --rows 256 --no-wide-tiles > "$work/log" 2>&1 ||
+    { cat "$work/log"; fail "the build without the wide tiles failed"; }
+python3 - "$wide/manifest.json" "$work/narrow/manifest.json" <<'PY' || fail "manifest of the wide tiles"
+import json, sys
+tiles = {"bf16_k1024": (16, 64, 64), "bf16_k1024_m64": (64, 64, 32), "i8_k1024": (16, 128, 64), "i8_k1024_m64": (64, 64, 64)}
+m = {d["name"]: d for d in json.load(open(sys.argv[1]))["designs"]}
+assert sorted(m) == sorted(tiles), sorted(m)
+for name, (tm, tk, tn) in tiles.items():
+    d = m[name]
+    assert d["tile"] == {"m": tm, "k": tk, "n": tn, "columns": 4}, (name, d["tile"])
+    assert sorted(b["tokens"] for b in d["blocks"]) == ([128, 256] if tm == 16 else [256]), (name, d["blocks"])
+narrow = [d["name"] for d in json.load(open(sys.argv[2]))["designs"]]
+assert sorted(narrow) == ["bf16_k1024", "i8_k1024"], narrow
+PY
+[[ -f "$wide/bf16_k1024_m64/t256_r256.xclbin" ]] || fail "the wide bf16 block was not built"
+echo "build-kernels.sh: pin checked, aiecc required, npu1 with NPU2=1 set, fresh build/ per block, instruction streams as .bin, wide tiles"
