@@ -56,7 +56,7 @@ cpu_only=$(final "$(perplexity XDNA_EMU_OTHER_CONTEXTS=6)")
 for driver in intree outoftree; do
     settings=(XDNA_EMU_DRIVER=intree GGML_XDNA_NPU_TIMEOUT_MS=1000)
     [[ $driver == outoftree ]] && settings=(XDNA_EMU_DRIVER=outoftree XDNA_EMU_TDR_MS=700 GGML_XDNA_NPU_TIMEOUT_MS=500)
-    out=$(perplexity XDNA_EMU_FAULT=timeout XDNA_EMU_FAULT_AFTER=14 XDNA_EMU_FAULT_COUNT=0 "${settings[@]}")
+    out=$(perplexity XDNA_EMU_FAULT=timeout XDNA_EMU_FAULT_AFTER=20 XDNA_EMU_FAULT_COUNT=0 "${settings[@]}")
     p=$(final "$out")
     echo "every run hanging, $driver driver: PPL ${p:-none} (the CPU alone: $cpu_only)"
     check "slow runs, $driver: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
