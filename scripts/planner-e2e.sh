@@ -88,22 +88,23 @@ npu_fraction() {
         awk '{ n = $2 + 0; all += n; if ($1 == "npu:") npu += n } END { if (all) printf "%.3f", npu / all; else print "?" }'
 }
 
+# "total first-use" seconds of a run's multiplies, a line per report line (the report's "N multiplies in X s (Y s of
+# it where a weight was converted ...)")
+mult_lines() { sed -nE 's/^ggml-xdna: [0-9]+ multiplies in ([0-9.]+) s \(([0-9.]+) s of it.*/\1 \2/p' "$1"; }
 # the multiplies' own time in a run, ms, those in which a weight was converted for the NPU on first use left out (the
 # report's "N multiplies in X s (Y s of it where a weight was converted ...)"): the split's work apart from the rest
 # of a prompt, which moves as much between processes as the splits differ. Over the whole process: llama-bench's
 # untimed warm-up prompt, where auto learns, is in it, so it shows what learning costs a process of one prompt
 mult_ms() {
     [[ -f "$1" ]] || { echo "?"; return; }
-    sed -nE 's/^ggml-xdna: [0-9]+ multiplies in ([0-9.]+) s \(([0-9.]+) s of it.*/\1 \2/p' "$1" |
-        awk '{ t += $1 - $2; n++ } END { if (n) printf "%.1f", 1000 * t; else print "?" }'
+    mult_lines "$1" | awk '{ t += $1 - $2; n++ } END { if (n) printf "%.1f", 1000 * t; else print "?" }'
 }
 
 # The multiplies' own time of one prompt, ms: the process's REPS timed prompts and its warm-up, or only the REPS timed
 # ones where the warm-up converted weights (every first use of a weight is in it, and is left out)
 prompt_ms() {
     [[ -f "$1" ]] || { echo "?"; return; }
-    sed -nE 's/^ggml-xdna: [0-9]+ multiplies in ([0-9.]+) s \(([0-9.]+) s of it.*/\1 \2/p' "$1" |
-        awk -v reps="$reps" '{ t += $1 - $2; if ($2 > 0) conv = 1; n++ }
+    mult_lines "$1" | awk -v reps="$reps" '{ t += $1 - $2; if ($2 > 0) conv = 1; n++ }
             END { if (n) printf "%.2f", 1000 * t / (conv ? reps : reps + 1); else print "?" }'
 }
 

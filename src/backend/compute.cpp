@@ -232,8 +232,9 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // the device workers taking rows on threads of their own have cores of their own where the team left one each
     int threaded = 0;
     for (size_t i = 0; i < n_dev; ++i) threaded += !rows[i].empty() && ws[i] != driven;
-    const bool own_cores = cpu.cores_to_spare() >= threaded;
-    const int  idle = std::max(0, cpu.cores_to_spare() - threaded);   // for the device workers' host work
+    const int  spare = cpu.cores_to_spare();
+    const bool own_cores = spare >= threaded;
+    const int  idle = std::max(0, spare - threaded);   // for the device workers' host work
     for (size_t i = 0; i < n_dev; ++i) {
         if (rows[i].empty()) continue;
         busy0[i] = ws[i]->device_busy_seconds();

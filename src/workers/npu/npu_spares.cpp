@@ -23,6 +23,7 @@ void npu_worker::spare_loop(int index) {
 
 void npu_worker::wake_spares() {
     const int want = spares_wanted.load(std::memory_order_relaxed);
+    if (want <= 0 && spares.empty()) return;   // the usual case (no idle core): no lock on every multiply
     std::lock_guard<std::mutex> lock(spare_mu);
     spare_serving = want;
     if (want <= 0) return;
