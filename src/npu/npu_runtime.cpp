@@ -7,7 +7,7 @@
 #include "util/trace.h"
 
 #ifdef GGML_XDNA_EMULATED
-#include "xdna_emu/emu_observer.h"
+#include "xdna_emu/emu_extension.h"
 #endif
 
 #include <algorithm>
@@ -204,6 +204,7 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     // the emulator tells the modelled span of each run, which the host cannot see
     xdna_emu::set_run_observer(note_busy);
     rt->m_emulated_timing = true;
+    rt->m_timing = xdna_emu::device_timing(rt->m_device);
 #endif
     if (!rt->m_manifest.emulator_kernels() && rt->m_emulated) {
         throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists hardware kernels, but the device is "
