@@ -10,15 +10,16 @@ like one, and then it must exist:
 - an identifier: letters, digits and `_`, starting with a letter or `_`, optionally qualified with `::` and ending
   in `()` (`compute_engine::participants`, `begin()`), or `NAME=value` with NAME such an identifier. It must occur as
   a whole word in the code of src/ or emulator/ (comments left out, so a name that lives on only in a comment counts
-  as gone). A qualified name `a::b` also needs `b` in a file that defines `a` (a class, struct, union, enum or
-  namespace), or `a::b` written out in the code; each qualifier must occur too.
+  as gone). A qualified name `a::b` also needs `b` between the braces of a definition of `a` (a class, struct,
+  union, enum or namespace), or `a::b` written out in the code; each qualifier must occur too.
 
 In a fenced block (a diagram), where names are not in backticks, every qualified name (`a::b`) and every path with
 a folder and a file name ending in .cpp or .h (`backend/compute.cpp`) is checked the same way.
 
 Everything else in backticks (commands, values, names with `*` or `...`, spans with spaces) is not checked. Names
 from outside the project (ggml, llama.cpp, XRT, files the build generates) are listed in backticks under a heading
-"Names from elsewhere", which is not checked and whose names are skipped everywhere on the page.
+"Names from elsewhere", which is not checked and whose names are skipped everywhere on the page. The code is read
+as text, not compiled: what the preprocessor leaves out of a build still counts.
 
 Usage: check_code_names.py PAGE.md [REPO_ROOT]. Exits 1, naming every missing name and the line it is cited on.
 """
@@ -93,11 +94,26 @@ class Code:
     def has_word(self, w):
         return w in self.words()
 
-    def defines(self, scope):
-        """Files whose code defines `scope` as a class, struct, union, enum or namespace (not a declaration alone)."""
-        pat = re.compile(r"\b(?:class|struct|union|enum(?:\s+class)?|namespace)\s+" + re.escape(scope) +
-                         r"\b(?!\s*;)")
-        return [t for t in self.files.values() if pat.search(t)]
+    def bodies(self, scope):
+        """The bodies (between the braces) of every definition of `scope` as a class, struct, union, enum or
+        namespace; a declaration alone (`struct a;`) has none."""
+        pat = re.compile(r"\b(?:class|struct|union|enum(?:\s+class)?|namespace)\s+" + re.escape(scope) + r"\b")
+        out = []
+        for t in self.files.values():
+            for m in pat.finditer(t):
+                i = m.end()
+                while i < len(t) and t[i] not in "{;":
+                    i += 1
+                if i >= len(t) or t[i] == ";":
+                    continue
+                depth, j = 0, i
+                while j < len(t):
+                    depth += {"{": 1, "}": -1}.get(t[j], 0)
+                    if depth == 0:
+                        break
+                    j += 1
+                out.append(t[i:j + 1])
+        return out
 
     def has_qualified(self, parts):
         for p in parts:
@@ -107,7 +123,7 @@ class Code:
         if re.search(r"\b" + re.escape(scope) + r"\s*::\s*" + re.escape(member) + r"\b", self.all):
             return True
         word = re.compile(r"\b" + re.escape(member) + r"\b")
-        return any(word.search(t) for t in self.defines(scope))
+        return any(word.search(b) for b in self.bodies(scope))
 
     def has_path(self, p):
         if "/" not in p.rstrip("/"):
