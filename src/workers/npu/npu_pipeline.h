@@ -1,6 +1,6 @@
-// The NPU worker's pipeline, as its sources share it (npu_worker.cpp: the worker's own thread; npu_driven.cpp: the
-// CPU worker's team driving it): the pipeline's slots, a call and its launches, a driven call, and the guard at the
-// worker's edge. Private to those files.
+// The NPU worker's pipeline, as its sources share it (npu_worker.cpp and npu_pipeline.cpp: the worker's own thread;
+// npu_driven.cpp: the CPU worker's team driving it): the pipeline's slots, a call and its launches, a driven call,
+// and the guard at the worker's edge. Private to those files.
 #pragma once
 
 #include "workers/npu/npu_worker.h"
