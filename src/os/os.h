@@ -88,5 +88,9 @@ void aligned_free(void * p);
 // Timed waits of the calling thread wake as close to their deadline as the system allows (Linux: a 1 ns timer slack
 // instead of 50 us; Windows: already as precise as its timer).
 void precise_timed_waits();
+// Whether the process is ending with its other threads already gone: Windows ends them before the libraries'
+// destructors run (a destructor that joins one, or waits for it, would wait forever); on Linux the destructors run
+// while the threads still live (false).
+bool threads_ended_at_exit();
 
 } // namespace xdna::os

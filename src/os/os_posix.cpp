@@ -252,4 +252,6 @@ void precise_timed_waits() {
     }
 }
 
+bool threads_ended_at_exit() { return false; }
+
 } // namespace xdna::os

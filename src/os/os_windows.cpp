@@ -315,4 +315,13 @@ void aligned_free(void * p) { _aligned_free(p); }
 
 void precise_timed_waits() {}
 
+// ntdll's RtlDllShutdownInProgress: true while the loader runs the libraries' detach code for a process that is
+// ending (ExitProcess has then ended every other thread); false when a library is merely unloaded.
+bool threads_ended_at_exit() {
+    using fn_t = BOOLEAN(WINAPI *)(void);
+    static const fn_t fn = reinterpret_cast<fn_t>(
+        reinterpret_cast<void *>(GetProcAddress(GetModuleHandleW(L"ntdll.dll"), "RtlDllShutdownInProgress")));
+    return fn && fn();
+}
+
 } // namespace xdna::os
