@@ -108,6 +108,17 @@ config::config()
       switch_us(xdna::xdna1_switch_s * 1e6),
       clock_hz(xdna::xdna1_clock_default_hz) {}
 
+xdna::xdna1_device_timing config::timing() const {
+    xdna::xdna1_device_timing t;
+    t.clock_hz = clock_hz;
+    t.dispatch_s = dispatch_us * 1e-6;
+    t.queued_s = queued_us * 1e-6;
+    t.switch_s = switch_us * 1e-6;
+    t.flat_bf16_flops = bf16_gflops * 1e9;
+    t.flat_int8_ops = int8_gops * 1e9;
+    return t;
+}
+
 config config::from_env() {
     config c;
     read_int("XDNA_EMU_LOG", &c.log_level, 0, 3);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "xdna1_timing.h"
+
 namespace xdna_emu {
 
 enum class mode { exact, timed, null };
@@ -44,6 +46,8 @@ struct config {
     bool check_sync = true;         // warn when a run reads bytes whose host copy was never synced
 
     config();
+    // The timing its runs are charged by: the silicon model at clock_hz, or the flat rates where set.
+    xdna::xdna1_device_timing timing() const;
     // Reads the environment; an unparsable value is reported on stderr and the default kept.
     static config from_env();
     std::string describe() const;

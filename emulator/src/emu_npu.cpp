@@ -3,7 +3,7 @@
 #include "emu_impl.h"
 #include "emu_matmul.h"
 #include "os/os.h"
-#include "xdna_emu/emu_observer.h"
+#include "xdna_emu/emu_extension.h"
 #include "xdna1_timing.h"
 
 #include <cerrno>
@@ -132,14 +132,8 @@ void warn_unsynced(const command& cmd, xrt::bo_impl* bo, size_t bytes, size_t ar
         cmd.serial, bo->id, arg_label(*cmd.kernel, arg).c_str());
 }
 
-// The array's time for one block: the silicon model (xdna1_timing.h) at the power mode's clock, or a flat rate where
-// one was asked for.
+// The array's time for one block, by the device's timing (xdna1_timing.h)
 double block_seconds(const design& d, const gemm_block& b, const config& cfg) {
-    const bool int8 = d.a == dtype::i8 && d.b == dtype::i8;
-    const double flat = int8 ? cfg.int8_gops : cfg.bf16_gflops;
-    if (flat > 0) {
-        return 2.0 * b.m * b.n * b.k / (flat * 1e9);
-    }
     xdna::xdna1_tile t;
     t.m = int(d.tile_m);
     t.k = int(d.tile_k);
@@ -152,8 +146,8 @@ double block_seconds(const design& d, const gemm_block& b, const config& cfg) {
     blk.a_bytes = int(dtype_size(d.a));
     blk.b_bytes = int(dtype_size(d.b));
     blk.c_bytes = int(dtype_size(d.c));
-    blk.macs = int8 ? xdna::xdna1_macs::i8 : xdna::xdna1_macs::bf16;
-    return xdna::xdna1_block_seconds(t, blk, cfg.clock_hz);
+    blk.macs = d.a == dtype::i8 && d.b == dtype::i8 ? xdna::xdna1_macs::i8 : xdna::xdna1_macs::bf16;
+    return cfg.timing().run_seconds(t, blk);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // xrt::uuid, xrt::xclbin and xrt::device of the software XDNA1.
 #include "emu_impl.h"
+#include "xdna_emu/emu_extension.h"
 
 #include <nlohmann/json.hpp>
 
@@ -201,6 +202,14 @@ device::device(unsigned int didx) {
                       cfg.describe().c_str());
     });
 }
+
+} // namespace xrt
+
+xdna::xdna1_device_timing xdna_emu::device_timing(const xrt::device& device) {
+    return device ? device.get_handle()->cfg.timing() : xdna::xdna1_device_timing();
+}
+
+namespace xrt {
 
 uuid device::register_xclbin(const xrt::xclbin& xb) {
     if (!m_handle) throw xrt_error(EINVAL, "register_xclbin on an empty device");

@@ -1,5 +1,5 @@
 // The plugin's configuration: every GGML_XDNA_* variable, read in one place (config.cpp), with its default.
-// docs/configuration.md is checked against xdna_config_vars by a test.
+// docs/configuration.md is checked against config_vars by a test.
 #pragma once
 
 #include <cstddef>

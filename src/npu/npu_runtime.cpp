@@ -212,8 +212,18 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     rt->m_device_name = name;
     rt->m_emulated = rt->m_device_name.find("emulator") != std::string::npos;
     rt->m_results_valid = rt->m_device_name.find("results invalid") == std::string::npos;
-    // the emulator tells the modelled span of each run, which the host cannot see (real XRT: unsupported)
+    // the emulator tells the modelled span of each run, which the host cannot see, and the timing its runs are
+    // charged by (real XRT tells neither: the silicon model at the default power mode is planned with)
     rt->m_emulated_timing = xrt->set_run_observer(note_busy) == XDNA_XRT_OK;
+    xdna_xrt_timing timing;
+    if (xrt->device_timing(dev, &timing) == XDNA_XRT_OK) {
+        rt->m_timing.clock_hz = timing.clock_hz;
+        rt->m_timing.dispatch_s = timing.dispatch_s;
+        rt->m_timing.queued_s = timing.queued_s;
+        rt->m_timing.switch_s = timing.switch_s;
+        rt->m_timing.flat_bf16_flops = timing.flat_bf16_flops;
+        rt->m_timing.flat_int8_ops = timing.flat_int8_ops;
+    }
     if (!rt->m_manifest.emulator_kernels() && rt->m_emulated) {
         throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists hardware kernels, but the device is "
                                             "the software XDNA1 emulator, which runs only its own kernel set (the "

@@ -17,6 +17,7 @@
 #include "npu_error.h"
 #include "npu_manifest.h"
 #include "npu_types.h"
+#include "xdna1_timing.h"
 
 #include <chrono>
 #include <cstddef>
@@ -129,6 +130,9 @@ public:
     // False when the device computes nothing (the emulator's null mode, for host-side benchmarks).
     bool results_valid() const { return m_results_valid; }
     const npu_options& options() const { return m_opts; }
+    // The timing the device's runs take, to plan by: the emulator's own (its power mode, or a flat what-if rate); on
+    // hardware the silicon model at the default power mode.
+    const xdna1_device_timing& timing() const { return m_timing; }
 
     // Loads k's design into a hardware context now (unloading the least recently used one if the budget is full).
     void acquire(const npu_kernel& k);
@@ -171,6 +175,7 @@ private:
     std::string m_device_name;
     bool m_emulated = false;
     bool m_results_valid = true;
+    xdna1_device_timing m_timing;
     bool m_emulated_timing = false;                             // busy time from the emulator, not from waits
     std::chrono::steady_clock::time_point m_last_done;          // the last completed run's end (m_mu)
 

@@ -34,6 +34,7 @@ struct npu_xrt_api {
     int (*run_wait)(xdna_xrt_run *, unsigned int, int *);
     int (*run_state)(xdna_xrt_run *, int *);
     void (*run_free)(xdna_xrt_run *);
+    int (*device_timing)(xdna_xrt_device *, xdna_xrt_timing *);
     int (*set_run_observer)(xdna_xrt_run_observer);
 };
 

@@ -16,7 +16,7 @@
 #include "xrt/xrt_kernel.h"
 
 #ifdef GGML_XDNA_EMULATED
-#include "xdna_emu/emu_observer.h"
+#include "xdna_emu/emu_extension.h"
 #endif
 
 struct xdna_xrt_device { xrt::device dev; };
@@ -175,6 +175,22 @@ int xdna_xrt_run_state(xdna_xrt_run * run, int * state) {
 }
 
 void xdna_xrt_run_free(xdna_xrt_run * run) { delete run; }
+
+int xdna_xrt_device_timing(xdna_xrt_device * dev, xdna_xrt_timing * out) {
+    if (!dev || !out) return refuse("no device or result pointer");
+#ifdef GGML_XDNA_EMULATED
+    const xdna::xdna1_device_timing t = xdna_emu::device_timing(dev->dev);
+    out->clock_hz = t.clock_hz;
+    out->dispatch_s = t.dispatch_s;
+    out->queued_s = t.queued_s;
+    out->switch_s = t.switch_s;
+    out->flat_bf16_flops = t.flat_bf16_flops;
+    out->flat_int8_ops = t.flat_int8_ops;
+    return XDNA_XRT_OK;
+#else
+    return XDNA_XRT_UNSUPPORTED;
+#endif
+}
 
 int xdna_xrt_set_run_observer(xdna_xrt_run_observer fn) {
 #ifdef GGML_XDNA_EMULATED

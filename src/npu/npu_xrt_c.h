@@ -104,6 +104,15 @@ XDNA_XRT_C_API int xdna_xrt_run_state(xdna_xrt_run * run, int * state);
 /* Only once the run's state is final: XRT aborts the process when a run in progress is destroyed. */
 XDNA_XRT_C_API void xdna_xrt_run_free(xdna_xrt_run * run);
 
+/* The software XDNA1 only: the timing its runs are charged by (XDNA_EMU_* settings: power mode, flat what-if rates,
+ * dispatch), for the host to plan by. XDNA_XRT_UNSUPPORTED on real XRT. */
+typedef struct xdna_xrt_timing {
+    double clock_hz;
+    double dispatch_s, queued_s, switch_s;
+    double flat_bf16_flops, flat_int8_ops; /* > 0: runs at this rate instead of the silicon model */
+} xdna_xrt_timing;
+XDNA_XRT_C_API int xdna_xrt_device_timing(xdna_xrt_device * dev, xdna_xrt_timing * out);
+
 /* The software XDNA1 only: called from its executor thread with the modelled start and end of each run, in seconds of
  * the steady clock. XDNA_XRT_UNSUPPORTED on real XRT. */
 typedef void (*xdna_xrt_run_observer)(double start_s, double end_s);

@@ -10,7 +10,7 @@ const npu_xrt_api * npu_xrt(std::string *) {
         xdna_xrt_context_free, xdna_xrt_kernel_open, xdna_xrt_kernel_group, xdna_xrt_kernel_free, xdna_xrt_bo_alloc,
         xdna_xrt_bo_sub, xdna_xrt_bo_map, xdna_xrt_bo_write, xdna_xrt_bo_sync,
         xdna_xrt_bo_free, xdna_xrt_run_start, xdna_xrt_run_wait, xdna_xrt_run_state, xdna_xrt_run_free,
-        xdna_xrt_set_run_observer,
+        xdna_xrt_device_timing, xdna_xrt_set_run_observer,
     };
     return &api;
 }

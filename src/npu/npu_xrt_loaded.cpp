@@ -59,6 +59,7 @@ loaded load() {
     get(lib, "xdna_xrt_run_wait", a.run_wait, &missing);
     get(lib, "xdna_xrt_run_state", a.run_state, &missing);
     get(lib, "xdna_xrt_run_free", a.run_free, &missing);
+    get(lib, "xdna_xrt_device_timing", a.device_timing, &missing);
     get(lib, "xdna_xrt_set_run_observer", a.set_run_observer, &missing);
     if (!missing.empty()) {
         l.why = path + " does not export " + missing + ": not a ggml-xdna XRT shim, or one of another version";

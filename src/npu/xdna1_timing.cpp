@@ -28,6 +28,12 @@ double xdna1_block_seconds(const xdna1_tile & t, const xdna1_block & b, double c
     return std::max(core_s, shim_s);
 }
 
+double xdna1_device_timing::run_seconds(const xdna1_tile & t, const xdna1_block & b) const {
+    const double flat = b.macs == xdna1_macs::i8 ? flat_int8_ops : flat_bf16_flops;
+    if (flat > 0) return 2.0 * double(b.M) * double(b.N) * double(b.K) / flat;
+    return xdna1_block_seconds(t, b, clock_hz);
+}
+
 double xdna1_clock_of_mode(const char * mode) {
     if (!mode) return 0.0;
     if (!std::strcmp(mode, "default") || !std::strcmp(mode, "performance") || !std::strcmp(mode, "turbo")) {

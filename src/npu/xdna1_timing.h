@@ -57,6 +57,22 @@ constexpr double xdna1_switch_s   = 3.4e-3;
 double xdna1_block_seconds(const xdna1_tile & t, const xdna1_block & b, double clock_hz = xdna1_clock_default_hz,
                            const xdna1_fit & fit = xdna1_fit());
 
+// A device's timing as its runs are charged and planned: the silicon model at the power mode's clock with the measured
+// dispatch and switch figures, or, where a flat rate is set (the software XDNA1's what-ifs), 2 M N K at that rate.
+// The emulator charges its runs by its own (xdna_emu::device_timing) and the NPU worker plans with the same, so that a
+// what-if device is planned for as it runs; on hardware it is the silicon model at the default power mode.
+struct xdna1_device_timing {
+    double clock_hz        = xdna1_clock_default_hz;
+    double dispatch_s      = xdna1_dispatch_s;
+    double queued_s        = xdna1_queued_s;
+    double switch_s        = xdna1_switch_s;
+    double flat_bf16_flops = 0.0;   // > 0: bf16 runs at this rate instead of the model
+    double flat_int8_ops   = 0.0;   // > 0: int8 runs at this rate instead of the model
+
+    // Seconds the array computes one run (no dispatch).
+    double run_seconds(const xdna1_tile & t, const xdna1_block & b) const;
+};
+
 // The clock of a power mode named as the platform names it ("default", "performance", "turbo", "balanced",
 // "powersaver"); 0 for another name.
 double xdna1_clock_of_mode(const char * mode);

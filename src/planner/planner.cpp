@@ -251,7 +251,7 @@ int64_t split_planner::other_size_rows(shape_state & st, int64_t n, int64_t step
 }
 
 int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu,
-                                         bool has_cpu, bool ready, const rest_cost & p, double p_alone,
+                                         bool has_cpu, bool cpu_sliced, bool ready, const rest_cost & p, double p_alone,
                                          plan_reason & why) {
     const int64_t r = st.npu_cur;
     const cost_model & npu = st.model[NPU];
@@ -320,12 +320,13 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         }
     }
     // The NPU given every row, twice, for one of two reasons (the multiplies counted as size probes):
-    // - to learn its time on the whole (npu_whole), where it is close to taking every row, or on most of them once the
-    //   split has been measured (not before: a young model of a part, its fixed cost not yet told from its launches,
-    //   can make a slow whole look the best); its model of a part cannot predict that time, and the outcome of those
-    //   multiplies is compared with the split's (report_outcome). Where the CPU's team drives the NPU, its model of a
-    //   part settled at 0.69-0.70 of the rows at -t 16 of 16 cores, 3,140 GFLOP/s, where every row was faster (1,532
-    //   prompt tokens/s against 1,593, two passes), and the whole was never tried;
+    // - to learn its time on the whole (npu_whole), where it is close to taking every row, or, where the CPU's team
+    //   drives it, on half of them or more once the split has been measured (not before: a young model of a part, its
+    //   fixed cost not yet told from its launches, can make a slow whole look the best); its model of a part cannot
+    //   predict that time, and the outcome of those multiplies is compared with the split's (report_outcome). Where
+    //   the team drives the NPU, its slices' boundaries slow it, and its model of a part can settle well short of a
+    //   whole that is faster (docs/planner.md). Elsewhere a whole its model puts far off the split is not tried: in a
+    //   short process each try is a multiply at up to twice the split's time;
     // - to time the whole's multiplies, where those tries fell where each multiply converts its layer's weight (a
     //   model's first prompt), which report_outcome does not count, and the split's multiplies take longer than the
     //   NPU alone took on every row: on a weight that is ready, twice a process. Not where the split is already
@@ -336,7 +337,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
         const bool split_timed = st.wall_rows == r && st.wall_split.n >= opts.outcome_samples;
         const bool to_learn = st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
                               (npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||
-                               ((double) r >= opts.whole_share * (double) n && split_timed));
+                               (cpu_sliced && (double) r >= opts.whole_share * (double) n && split_timed));
         const bool to_time = !to_learn && ready && st.wall_whole.n < 2 && st.whole_walls < 2 &&
                              st.npu_whole.samples() >= 2 && split_timed &&
                              st.wall_split.mean_but_longest() > st.npu_whole.slope();
@@ -401,7 +402,7 @@ int64_t split_planner::auto_npu_rows(shape_state & st, int64_t n, int64_t step, 
     st.part_probe = false;
     settle(st, n, step, best_npu_rows(st, n, step, p, p_alone), p, p_alone);
     // the decision, unless something must be measured first, or the share was measured slower than the NPU out
-    const int64_t r = measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, ready, p, p_alone, why);
+    const int64_t r = measured_npu_rows(st, n, step, probe, has_gpu, has_cpu, cpu_sliced, ready, p, p_alone, why);
     if (r > 0 && st.kept_out.on(st.calls)) {
         why = plan_reason::measured_slower;
         return 0;

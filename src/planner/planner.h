@@ -58,8 +58,9 @@ struct planner_options {
                                       // slower than the split) under this share of the shape's time
     double  whole_try      = 1.3;     // the NPU is tried on every row when its model predicts at most this many
                                       // times the best split's time for them (its whole is faster, see npu_whole)
-    double  whole_share    = 0.5;     // ...or gives it at least this share of the rows (its model of a part may be far
-                                      // off its whole: the CPU's team driving it is slowed by the split's boundaries)
+    double  whole_share    = 0.5;     // ...or, where the CPU's team drives it, gives it at least this share of the rows
+                                      // (its model of a part may be far off its whole: the team is slowed by the
+                                      // split's boundaries)
     double  hysteresis     = 0.03;    // auto changes a share only when that is predicted to save more than this
     double  max_margin     = 0.12;    // the most that repeated changes raise that margin to
     int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
@@ -255,7 +256,7 @@ class split_planner {
     int64_t near_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t r, const rest_cost & p, double p_alone,
                           plan_reason & why);
     int64_t measured_npu_rows(shape_state & st, int64_t n, int64_t step, int64_t probe, bool has_gpu, bool has_cpu,
-                              bool ready, const rest_cost & p, double p_alone, plan_reason & why);
+                              bool cpu_sliced, bool ready, const rest_cost & p, double p_alone, plan_reason & why);
     // the NPU's rows for a measurement of another size than `r` (-1: none far enough away)
     int64_t other_size_rows(shape_state & st, int64_t n, int64_t step, int64_t r);
     int64_t alone_every_for(const shape_state & st, int64_t n, int64_t r, const rest_cost & p, double p_alone) const;

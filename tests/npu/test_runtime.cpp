@@ -444,6 +444,27 @@ TEST(NpuRuntime, NullModeTimesBlocksByTheSiliconModelAtThePowerModesClock) {
     EXPECT_GE(seconds_of_runs(*rt, {&k, &k, &k, &k}), 4 * one);
 }
 
+TEST(NpuRuntime, TellsTheTimingItsRunsAreChargedBy) {
+    // What the NPU worker plans with is what the device charges: the silicon model at the power mode's clock by
+    // default, a flat what-if rate where one is set, and the dispatch as set.
+    const xdna::xdna1_tile tile;
+    xdna::xdna1_block b;
+    b.M = 256; b.K = 1024; b.N = 512;
+    {
+        scoped_env power("XDNA_EMU_POWER_MODE", "balanced");
+        auto rt = npu_runtime::open(test_options());
+        EXPECT_DOUBLE_EQ(rt->timing().clock_hz, xdna::xdna1_clock_balanced_hz);
+        EXPECT_DOUBLE_EQ(rt->timing().run_seconds(tile, b), xdna::xdna1_block_seconds(tile, b, xdna::xdna1_clock_balanced_hz));
+    }
+    scoped_env rate("XDNA_EMU_BF16_GFLOPS", "160");
+    scoped_env disp("XDNA_EMU_DISPATCH_US", "400");
+    auto rt = npu_runtime::open(test_options());
+    EXPECT_DOUBLE_EQ(rt->timing().run_seconds(tile, b), 2.0 * 256 * 1024 * 512 / 160e9);
+    EXPECT_DOUBLE_EQ(rt->timing().dispatch_s, 400e-6);
+    b.macs = xdna::xdna1_macs::i8;   // int8 stays on the model where only the bf16 rate is set
+    EXPECT_DOUBLE_EQ(rt->timing().run_seconds(tile, b), xdna::xdna1_block_seconds(tile, b));
+}
+
 TEST(NpuRuntime, TimedModeHoldsCompletionToTheModel) {
     scoped_env mode("XDNA_EMU_MODE", "timed");
     scoped_env rate("XDNA_EMU_BF16_GFLOPS", "1");   // 1 GFLOP/s: a 64 x 1024 x 256 block takes 33.6 ms

@@ -734,6 +734,25 @@ TEST(planner_sim, a_split_slower_than_the_npu_on_every_row_is_found_after_a_firs
     expect_the_whole_where_the_split_stalls(28);
 }
 
+// Beside an NPU about as fast as the CPU, driven by a thread of its own, the best split is about half the rows and the
+// NPU on every row would take about twice the split's time: it is not tried. In a short process (a shape's 16
+// multiplies: 4 layers, 4 prompts) two such tries cost an eighth of its multiplies at twice their time. Where the
+// CPU's team drives the NPU (sliced), the whole is tried on half the rows or more: there its model of a part can
+// settle well short of a faster whole.
+TEST(planner_sim, a_whole_the_models_put_far_off_the_split_is_not_tried) {
+    for (const bool sliced : { false, true }) {
+        int wholes = 0;
+        for (const uint64_t seed : { 1, 2, 3 }) {
+            sim_worker cpu = sim_cpu();
+            cpu.sliced = sliced;
+            simulation sim(auto_opts(), { sim_npu(1.1, true, true), cpu }, 3072, 0.02, seed);
+            for (int i = 0; i < 64; ++i) wholes += sim.step().npu_rows == 3072;
+        }
+        if (sliced) EXPECT_GT(wholes, 0) << "the team drives the NPU: its whole is tried";
+        else EXPECT_EQ(wholes, 0) << "a whole about twice the split's time was tried";
+    }
+}
+
 TEST(planner_sim, a_share_beside_the_settled_one_measured_faster_is_moved_to) {
     // The NPU 1.5x the CPU: by the workers' own times the NPU's best share is 2,048 of 3,072 rows, 7.0 ms, and 1,536
     // rows take 7.7 ms. But the multiplies at 2,048 also cost 20% more than their workers' times (a cost of that

@@ -123,8 +123,10 @@ TEST(planner_state, the_npu_on_every_row_is_decided_again_in_the_next_process) {
 TEST(planner_state, the_npu_on_every_row_is_tried_in_the_first_process_only) {
     sim_worker npu = sim_npu(1.4, true, true);   // a little faster than the CPU: most rows, not all
     npu.reports_fixed = true;
+    sim_worker cpu = sim_cpu();
+    cpu.sliced = true;   // the CPU's team drives the NPU: the whole is tried on half the rows or more
     split_planner first{ planner_options{} };
-    simulation a(first, { npu, sim_cpu() }, 1024, 3072, 0.0, 1);
+    simulation a(first, { npu, cpu }, 1024, 3072, 0.0, 1);
     int wholes = 0;
     for (int i = 0; i < 60; ++i) wholes += a.step().npu_rows == a.key.rows;
     const int64_t settled = first.npu_rows_of(a.key);
@@ -134,7 +136,7 @@ TEST(planner_state, the_npu_on_every_row_is_tried_in_the_first_process_only) {
 
     split_planner second{ planner_options{} };
     ASSERT_EQ(second.load_state(first.save_state(), nullptr), 1u);
-    simulation a2(second, { npu, sim_cpu() }, 1024, 3072, 0.0, 2);
+    simulation a2(second, { npu, cpu }, 1024, 3072, 0.0, 2);
     for (int i = 0; i < 60; ++i) {
         EXPECT_NE(a2.step().npu_rows, a.key.rows) << "the whole tried again at multiply " << i + 1;
     }

@@ -8,7 +8,7 @@
 // split is a fraction of them: at -t 16, 256 of K's 1,024 rows are 32 chunks of 8, every row on the 8-row code. That
 // fits what the 16-core host (Intel Xeon, AVX-512) measured: the CPU's rows in such splits at 1.5-1.9x their time
 // alone by the planner's models, 1.9-2.1x for K and V, O and down in the timeline of share 0.75, where the 2-CPU VM
-// (AMD EPYC, no AVX-512: one code for every chunk) puts the two 4-8% apart (docs/results.md, section 3c). A lane
+// (AMD EPYC, no AVX-512: one code for every chunk) puts the two 4-8% apart (docs/results.md's history). A lane
 // computes its rows as one chunk, however few. Measured on that host since: the CPU worker alone 1.06-1.55x faster
 // in tiles where ggml's chunks are narrow (a 256-row part at -t 16: 333 us against 517), 2-16% slower where they are
 // not (a tile reads all of the part's rows for its tokens); beside the team-driven NPU at -t 16, share 0.75, no

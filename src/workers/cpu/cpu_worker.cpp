@@ -47,7 +47,7 @@ struct cpu_worker::impl {
 
     void count_cores();
     bool tiled(const multiply & m, int64_t rows, bool by_tokens);
-    // every graph the worker computes: its team's size noted first (core_to_spare)
+    // every graph the worker computes: its team's size noted first (cores_to_spare)
     ggml_status compute(ggml_cgraph * g) {
         last_team = n_active;
         return ggml_backend_graph_compute(backend, g);

@@ -17,7 +17,7 @@ double npu_cost_model::launch_seconds(const npu_design & d, const npu_kernel & k
     b.b_bytes = (int) npu_dtype_size(kn.b);
     b.c_bytes = (int) npu_dtype_size(kn.c);
     b.macs    = kn.a == npu_dtype::i8 && kn.b == npu_dtype::i8 ? xdna1_macs::i8 : xdna1_macs::bf16;
-    return queued_s + xdna1_block_seconds(d.tile, b, clock_hz);
+    return device.queued_s + device.run_seconds(d.tile, b);
 }
 
 npu_cost_hint npu_tiling::hint(const npu_cost_model & cost, int64_t launches_per_block, int64_t activations) const {
@@ -25,7 +25,7 @@ npu_cost_hint npu_tiling::hint(const npu_cost_model & cost, int64_t launches_per
     h.block_rows         = kernel->rows;
     h.launches_per_block = launches_per_block;
     h.launch_s           = cost.launch_seconds(*design, *kernel);
-    h.fixed_s            = cost.dispatch_s + cost.convert_s * (double) activations;
+    h.fixed_s            = cost.device.dispatch_s + cost.convert_s * (double) activations;
     for (int i = 0; i < npu_cost_hint::max_wide && wide[i]; ++i) {
         h.wide_rows[i]  = wide[i]->rows;
         h.wide_units[i] = cost.launch_seconds(*design, *wide[i]) / h.launch_s;
@@ -60,7 +60,7 @@ npu_tiling choose_tiling(const npu_manifest & m, const std::vector<const npu_des
         std::sort(ks.begin(), ks.end(), [](const npu_kernel * a, const npu_kernel * b) {
             return a->tokens != b->tokens ? a->tokens < b->tokens : a->rows > b->rows;
         });
-        const double first = cost.dispatch_s + (held >= 0 && held != design->index ? cost.switch_s : 0.0);
+        const double first = cost.device.dispatch_s + (held >= 0 && held != design->index ? cost.device.switch_s : 0.0);
         for (size_t i = 0, end = 0; i < ks.size(); i = end) {
             // one token size: its narrowest block is the unit, the widest max_wide others are used where rows fill them
             for (end = i; end < ks.size() && ks[end]->tokens == ks[i]->tokens;) ++end;

@@ -16,11 +16,8 @@
 namespace xdna::npu {
 
 struct npu_cost_model {
-    double dispatch_s = xdna1_dispatch_s;   // the first launch on an idle NPU
-    double queued_s   = xdna1_queued_s;     // between launches queued back to back
-    double switch_s   = xdna1_switch_s;     // a launch on another design than the NPU holds
-    double clock_hz   = xdna1_clock_default_hz;
-    double convert_s  = 1e-9;               // converting one activation to bf16 or int8 on one host core (bench-convert)
+    xdna1_device_timing device;    // the device's (npu_runtime::timing)
+    double convert_s  = 1e-9;      // converting one activation to bf16 or int8 on one host core (bench-convert)
 
     // One launch of `kn` (a block of `d`) in a stream of queued launches: the gap, then its compute.
     double launch_seconds(const npu_design & d, const npu_kernel & kn) const;

@@ -86,6 +86,7 @@ std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
 npu_worker::npu_worker(std::unique_ptr<npu_runtime> runtime, const config & cfg)
     : rt(std::move(runtime)), weights(cfg.npu_cache_mb << 20), w8(cfg.npu_w8) {
     for (auto & s : slots) s.reset(new slot);
+    cost.device = rt->timing();
     weights.set_placer([this](const ggml_tensor * w, const converted_weight & cw) { return place_weight(w, cw); });
     start_thread();
 }
