@@ -12,15 +12,24 @@ set(XDNA_GGML_MIN_VERSION "0.19.0")
 set(XDNA_GGML_MAX_VERSION "0.25.1")
 option(GGML_XDNA_UNTESTED_GGML "build against a ggml newer than the supported range (its headers still have to pass the probes)" OFF)
 
+# Windows: ggml-base.dll and ggml.dll (MinGW's linker links against a DLL itself, no import library needed), the
+# names llama.cpp's Windows releases give them, which the plugin DLL then imports.
+if(WIN32)
+    set(_ggml_base "${LLAMA_BUILD}/bin/ggml-base.dll")
+    set(_ggml "${LLAMA_BUILD}/bin/ggml.dll")
+else()
+    set(_ggml_base "${LLAMA_BUILD}/bin/libggml-base.so")
+    set(_ggml "${LLAMA_BUILD}/bin/libggml.so")
+endif()
 add_library(xdna::ggml-base SHARED IMPORTED GLOBAL)
 set_target_properties(xdna::ggml-base PROPERTIES
-    IMPORTED_LOCATION "${LLAMA_BUILD}/bin/libggml-base.so"
+    IMPORTED_LOCATION "${_ggml_base}" IMPORTED_IMPLIB "${_ggml_base}"
     INTERFACE_INCLUDE_DIRECTORIES "${LLAMA_SRC}/ggml/include"
     INTERFACE_COMPILE_DEFINITIONS "GGML_SHARED;GGML_BACKEND_SHARED")
 
 add_library(xdna::ggml SHARED IMPORTED GLOBAL)
 set_target_properties(xdna::ggml PROPERTIES
-    IMPORTED_LOCATION "${LLAMA_BUILD}/bin/libggml.so"
+    IMPORTED_LOCATION "${_ggml}" IMPORTED_IMPLIB "${_ggml}"
     INTERFACE_LINK_LIBRARIES xdna::ggml-base)
 
 # ggml-backend-impl.h and ggml-impl.h are not installed by llama.cpp: they come from its source tree. The generated
@@ -65,7 +74,7 @@ int main(void) {
 ]=])
 try_run(_run_rc _compile_ok "${CMAKE_BINARY_DIR}/ggml-version-probe" "${_probe}"
     CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${LLAMA_SRC}/ggml/include"
-    LINK_LIBRARIES "${LLAMA_BUILD}/bin/libggml-base.so"
+    LINK_LIBRARIES "${_ggml_base}"
     COMPILE_OUTPUT_VARIABLE _compile_out
     RUN_OUTPUT_VARIABLE _run_out)
 if(NOT _compile_ok OR NOT _run_rc EQUAL 0)

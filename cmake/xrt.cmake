@@ -7,7 +7,11 @@ option(GGML_XDNA_FORCE_EMULATOR "build against the software XDNA1 even when XRT 
 
 set(_xrt_root "")
 set(_xrt_why "")
-if(GGML_XDNA_FORCE_EMULATOR)
+if(WIN32)
+    # Windows: the plugin loads XRT's C interface from ggml-xdna-xrt.dll at run time (src/npu/npu_xrt_loaded.cpp); the
+    # build makes that DLL from the software XDNA1, and a user builds the real one with MSVC (windows/xrt-shim/).
+    set(_xrt_why "Windows: the real XRT comes as ggml-xdna-xrt.dll, built with MSVC")
+elseif(GGML_XDNA_FORCE_EMULATOR)
     set(_xrt_why "GGML_XDNA_FORCE_EMULATOR is ON")
 else()
     if(XRT_ROOT)

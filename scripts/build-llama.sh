@@ -24,6 +24,7 @@
 #                         scripts/run.sh; the rest are built into the same cache when a later caller asks for them
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/progress.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/llama-common.sh"
 
 DEFAULT_RELEASE="3.22.1"
 # the releases whose bundle this script checks, by node-llama-cpp version: the short commit of the bundle's HEAD
@@ -59,22 +60,7 @@ if [[ -n "${LLAMA_BUILD:-}" ]]; then
 fi
 
 # The CPU variant: the x86 ISA extensions this machine has. They are part of the cache key.
-isa_flags=()
-if [[ "$(uname -m)" == "x86_64" ]]; then
-    cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-    has() { [[ "$cpu_flags" == *" $1 "* ]]; }
-    isa_flags+=(-DGGML_SSE42=$(has sse4_2 && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX=$(has avx && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX2=$(has avx2 && echo ON || echo OFF))
-    isa_flags+=(-DGGML_BMI2=$(has bmi2 && echo ON || echo OFF))
-    isa_flags+=(-DGGML_FMA=$(has fma && echo ON || echo OFF))
-    isa_flags+=(-DGGML_F16C=$(has f16c && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX_VNNI=$(has avx_vnni && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX512=$(has avx512f && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX512_VBMI=$(has avx512vbmi && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX512_VNNI=$(has avx512_vnni && echo ON || echo OFF))
-    isa_flags+=(-DGGML_AVX512_BF16=$(has avx512_bf16 && echo ON || echo OFF))
-fi
+mapfile -t isa_flags < <(llama_isa_flags)
 
 cmake_flags=(
     -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -136,20 +122,7 @@ if [[ ! -f "$dir/configured" ]]; then
         rm -rf "$dir"
         mkdir -p "$dir"
         # 1. the source: the git bundle inside the npm package.
-        tmp=$(mktemp -d)
-        trap 'rm -rf "$tmp"' EXIT
-        command -v npm >/dev/null || { log "npm is needed to fetch llama.cpp (apt-get install npm)"; exit 1; }
-        (cd "$tmp" && npm pack --silent "node-llama-cpp@$release" >/dev/null) \
-            || { log "npm cannot fetch node-llama-cpp@$release"; exit 1; }
-        tar -xzf "$tmp"/node-llama-cpp-*.tgz -C "$tmp" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json \
-            || { log "node-llama-cpp@$release has no llama.cpp git bundle"; exit 1; }
-        git clone --quiet "$tmp/package/llama/gitRelease.bundle" "$src" 2>/dev/null
-        got=$(git -C "$src" rev-parse --short=7 HEAD)
-        if [[ -n "$want_commit" && "$got" != "$want_commit" ]]; then
-            log "the bundle of node-llama-cpp@$release holds commit $got, expected $want_commit"; exit 1
-        fi
-        [[ -n "$want_commit" ]] || log "node-llama-cpp@$release is not one this script knows: building its commit $got unchecked"
-        cp "$tmp/package/llama/llama.cpp.info.json" "$dir/"
+        llama_fetch_release "$release" "$want_commit" "$dir"
     else
         mkdir -p "$dir"
     fi

@@ -10,10 +10,18 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define XDNA_EMU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
+#define XDNA_EMU_WIDE __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define XDNA_EMU_NARROW XDNA_EMU_WIDE
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// Windows: target_clones picks through an ELF ifunc, which PE has not. The wide kernel, which machine_tile() takes
+// only where AVX-512 is, is built for it; the narrow one stays baseline.
+#define XDNA_EMU_WIDE __attribute__((target("avx512f")))
+#define XDNA_EMU_NARROW
 #else
-#define XDNA_EMU_CLONES
+#define XDNA_EMU_WIDE
+#define XDNA_EMU_NARROW
 #endif
 
 namespace xdna_emu {
@@ -107,12 +115,12 @@ inline __attribute__((always_inline)) void tile_body(const double* a, size_t lda
     }
 }
 
-XDNA_EMU_CLONES
+XDNA_EMU_WIDE
 void tile_kernel_4x32(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
     tile_body<v8d, v8f, 4>(a, lda, bp, k, group, out);
 }
 
-XDNA_EMU_CLONES
+XDNA_EMU_NARROW
 void tile_kernel_4x12(const double* a, size_t lda, const double* bp, uint32_t k, uint32_t group, double* out) {
     tile_body<v4d, v4f, 3>(a, lda, bp, k, group, out);
 }

@@ -2,6 +2,7 @@
 // run's argument contract and computes its block (see docs/emulator.md for what is checked and modelled).
 #include "emu_impl.h"
 #include "emu_matmul.h"
+#include "os/os.h"
 #include "xdna_emu/emu_extension.h"
 #include "xdna1_timing.h"
 
@@ -160,7 +161,10 @@ npu& npu::get() {
     // executor thread is stopped (at exit, or when the library holding the emulator is unloaded).
     static npu* instance = new npu();
     static struct stopper {
-        ~stopper() { instance->stop(); }
+        // (unless the OS has ended the thread already at exit: Windows, where joining it would wait forever)
+        ~stopper() {
+            if (!xdna::os::threads_ended_at_exit()) instance->stop();
+        }
     } stop_at_exit;
     return *instance;
 }

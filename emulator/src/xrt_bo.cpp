@@ -1,6 +1,8 @@
 // xrt::bo of the software XDNA1: a host copy and a device copy that meet only in sync().
 #include "emu_impl.h"
 
+#include "os/os.h"
+
 #include <cerrno>
 #include <cinttypes>
 #include <cstdlib>
@@ -15,9 +17,9 @@ constexpr size_t heap_align = 32 * 1024;   // device-heap buffers are aligned to
 
 unsigned char* alloc_pages(size_t size) {
     const size_t rounded = (size + page - 1) / page * page;
-    void* p = std::aligned_alloc(page, rounded);
+    // fresh buffers read as zero, as freshly allocated driver pages do
+    void* p = xdna::os::aligned_alloc_zeroed(page, rounded);
     if (!p) throw std::bad_alloc();
-    std::memset(p, 0, rounded);   // fresh buffers read as zero, as freshly allocated driver pages do
     return static_cast<unsigned char*>(p);
 }
 
@@ -45,7 +47,7 @@ bo_impl::bo_impl(std::shared_ptr<device_impl> d, size_t sz, uint32_t fl, memory_
         host = alloc_pages(size);
         device = alloc_pages(size);
     } catch (...) {
-        std::free(host);
+        xdna::os::aligned_free(host);
         if (heap_bytes) xdna_emu::npu::get().heap_free(heap_bytes);
         if (pinned_bytes) xdna_emu::npu::get().unpin(pinned_bytes);
         throw;
@@ -73,8 +75,8 @@ bo_impl::bo_impl(std::shared_ptr<bo_impl> par, size_t sz, size_t off)
 
 bo_impl::~bo_impl() {
     if (parent) return;   // the parent owns the storage
-    std::free(host);
-    std::free(device);
+    xdna::os::aligned_free(host);
+    xdna::os::aligned_free(device);
     if (heap_bytes) {
         xdna_emu::npu::get().heap_free(heap_bytes);
     }

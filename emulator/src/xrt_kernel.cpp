@@ -8,7 +8,7 @@
 #include <cstring>
 #include <exception>
 
-#include <sys/prctl.h>
+#include "os/os.h"
 
 namespace xrt {
 
@@ -176,11 +176,7 @@ static bool is_final(ert_cmd_state s) {
 // A waiting thread wakes itself at a run's modelled end (run_status): without this its timed wait may end up to the
 // default timer slack (50 us) late, and every run would look that much longer to the host than the model says.
 static void precise_wakeups() {
-    static thread_local bool set = false;
-    if (!set) {
-        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-        set = true;
-    }
+    xdna::os::precise_timed_waits();
 }
 
 void run::start() {

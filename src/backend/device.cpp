@@ -2,6 +2,7 @@
 
 #include "backend/planner_file.h"
 #include "convert/xdna_convert.h"
+#include "npu/npu_xrt_api.h"
 #include "util/log.h"
 #include "workers/gpu/gpu_device.h"
 #include "workers/npu/npu_worker.h"
@@ -20,12 +21,6 @@ planner_options planner_options_from(double npu_share, const config & c) {
     o.moe_min_tokens = c.npu_moe_min_tokens;
     return o;
 }
-
-#ifdef GGML_XDNA_EMULATED
-constexpr bool built_with_xrt = false;
-#else
-constexpr bool built_with_xrt = true;
-#endif
 
 }  // namespace
 
@@ -50,7 +45,8 @@ npu_choice choose_npu(const config & c, bool with_xrt) {
 device_state::device_state()
     : cfg(get_config()), planner(planner_options_from(cfg.npu_share, cfg)),
       decode_planner(planner_options_from(cfg.npu_decode, cfg)) {
-    const npu_choice n = choose_npu(cfg, built_with_xrt);
+    // built with XRT on Linux; on Windows, whether the XRT DLL beside the plugin is the real one or the emulator's
+    const npu_choice n = choose_npu(cfg, npu_xrt_is_hardware());
     if (n.open) {
         npu = npu_worker::create(cfg);
         if (!npu) npu_absent = "none (it did not start)";

@@ -3,6 +3,7 @@
 #include "backend/compute.h"
 #include "backend/device.h"
 #include "backend/ggml_check.h"
+#include "os/os.h"
 #include "util/log.h"
 #include "util/own_file.h"
 
@@ -20,8 +21,11 @@
 using namespace xdna;
 
 static device_state & xdna_state() {
-    static device_state state;
-    return state;
+    // destroyed at exit, unless the OS has ended its workers' threads by then (Windows): joining them would hang
+    static std::unique_ptr<device_state, void (*)(device_state *)> state(new device_state(), [](device_state * s) {
+        if (!os::threads_ended_at_exit()) delete s;
+    });
+    return *state;
 }
 
 //

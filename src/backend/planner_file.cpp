@@ -2,25 +2,18 @@
 
 #include "backend/device.h"
 #include "npu/npu_runtime.h"
+#include "os/os.h"
 #include "util/log.h"
 #include "util/own_file.h"
 #include "xdna_ggml_compat.h"
-
-#include <dlfcn.h>
-#include <sched.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <vector>
-
-extern char ** environ;
 
 namespace xdna {
 
@@ -57,32 +50,16 @@ uint64_t fnv1a(const std::string & s) {
 
 // a file's size and modification time: a rebuilt plugin or kernel set is another one
 std::string file_stamp(const std::string & path) {
-    struct stat sb;
-    if (path.empty() || stat(path.c_str(), &sb) != 0) return "?";
-    return std::to_string((long long) sb.st_size) + "@" + std::to_string((long long) sb.st_mtime);
-}
-
-std::string cpu_model_name() {
-    std::ifstream f("/proc/cpuinfo");
-    for (std::string line; std::getline(f, line);) {
-        if (line.rfind("model name", 0) == 0) {
-            const size_t colon = line.find(':');
-            return colon == std::string::npos ? line : line.substr(colon + 2);
-        }
-    }
-    return "?";
-}
-
-int cores_available() {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    const os::file_info fi = path.empty() ? os::file_info{} : os::stat_file(path);
+    if (!fi.exists || !fi.error.empty()) return "?";
+    return std::to_string((long long) fi.size) + "@" + std::to_string((long long) fi.mtime);
 }
 
 // the software XDNA1's settings (its speeds, dispatch, mode): a modelled NPU at another speed is another NPU
 std::string emulator_settings() {
     std::vector<std::string> vars;
-    for (char ** e = environ; e && *e; ++e) {
-        if (strncmp(*e, "XDNA_EMU_", 9) == 0 && strncmp(*e, "XDNA_EMU_LOG", 12) != 0) vars.emplace_back(*e);
+    for (const std::string & e : os::environment()) {
+        if (e.rfind("XDNA_EMU_", 0) == 0 && e.rfind("XDNA_EMU_LOG", 0) != 0) vars.push_back(e);
     }
     std::sort(vars.begin(), vars.end());
     std::string out;
@@ -90,10 +67,7 @@ std::string emulator_settings() {
     return out.empty() ? "-" : out;
 }
 
-std::string plugin_path() {
-    Dl_info info;
-    return dladdr((void *) &planner_file_identity, &info) && info.dli_fname ? info.dli_fname : "";
-}
+std::string plugin_path() { return os::module_path((const void *) &planner_file_identity); }
 
 }  // namespace
 
@@ -103,24 +77,23 @@ std::string planner_file_identity(const device_state & st, int threads) {
     const bool read = read_regular_file(manifest, max_manifest_bytes, &kernels, &why) == file_read::ok;
     char hash[32];
     snprintf(hash, sizeof(hash), "%016llx", (unsigned long long) fnv1a(kernels));
-    return "cpu '" + cpu_model_name() + "', " + std::to_string(cores_available()) + " cores, " +
+    return "cpu '" + os::cpu_model_name() + "', " + std::to_string(os::cores_available()) + " cores, " +
            std::to_string(threads) + " threads; plugin " + file_stamp(plugin_path()) + ", ggml " + XDNA_GGML_VERSION +
            "; " + st.description() + "; kernels " + (st.npu && read ? hash : "-") + "; emulator " + emulator_settings();
 }
 
 std::string planner_file_path(const std::string & setting, const std::string & identity) {
     if (setting != "auto") return setting;
-    const char * xdg = getenv("XDG_CACHE_HOME"), * home = getenv("HOME");
-    std::string dir = xdg && *xdg ? xdg : home && *home ? std::string(home) + "/.cache" : "";
+    std::string why;
+    std::string dir = os::cache_dir(&why);
     if (dir.empty()) {
-        XDNA_LOG_WARN("planner state: GGML_XDNA_PLANNER_STATE=auto, but neither XDG_CACHE_HOME nor HOME is set; "
-                      "nothing is kept");
+        XDNA_LOG_WARN("planner state: GGML_XDNA_PLANNER_STATE=auto, but %s; nothing is kept", why.c_str());
         return "";
     }
     for (const char * sub : { "", "/ggml-xdna", "/planner" }) {   // the cache folder itself may not exist yet
         dir += sub;
-        if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            XDNA_LOG_WARN("planner state: cannot create %s: %s; nothing is kept", dir.c_str(), strerror(errno));
+        if (!os::make_dir(dir, &why)) {
+            XDNA_LOG_WARN("planner state: cannot create %s: %s; nothing is kept", dir.c_str(), why.c_str());
             return "";
         }
     }

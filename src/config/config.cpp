@@ -1,5 +1,6 @@
 #include "config/config.h"
 
+#include "os/os.h"
 #include "util/log.h"
 #include "util/trace.h"
 
@@ -8,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unistd.h>
 
 namespace xdna {
 
@@ -217,9 +217,9 @@ const config & get_config() {
     static std::once_flag once;
     std::call_once(once, [] {
         std::vector<std::string> warnings;
-        cfg = parse_config([](const char * n) { return getenv(n); }, &warnings);
+        cfg = parse_config([](const char * n) { return os::env(n); }, &warnings);
         std::vector<std::string> names;
-        for (char ** e = environ; e && *e; ++e) names.emplace_back(*e, strcspn(*e, "="));
+        for (const std::string & e : os::environment()) names.emplace_back(e.substr(0, e.find('=')));
         for (auto & u : unknown_vars(names)) warnings.push_back(std::move(u));
         for (const auto & w : warnings) {
             XDNA_LOG_WARN("%s", w.c_str());

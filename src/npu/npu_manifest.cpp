@@ -3,13 +3,13 @@
 
 #include "npu_error.h"
 
+#include "os/os.h"
 #include "util/own_file.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <set>
-#include <sys/stat.h>
 #include <utility>
 
 namespace xdna {
@@ -70,14 +70,14 @@ struct checker {
     std::string file_field(const json& obj, const std::string& where, const char* key) const {
         const std::string name = string_field(obj, where, key);
         const std::string full = (name[0] == '/' || dir.empty()) ? name : dir + "/" + name;
-        struct stat st;
-        if (stat(full.c_str(), &st) != 0) {
+        const os::file_info st = os::stat_file(full);
+        if (!st.exists) {
             fail(where + "." + key, "file '" + full + "' not found");
         }
-        if (!S_ISREG(st.st_mode)) {
+        if (!st.regular) {
             fail(where + "." + key, "file '" + full + "' is not a regular file");
         }
-        if (st.st_size > (off_t(256) << 20)) {
+        if (st.size > (uint64_t(256) << 20)) {
             fail(where + "." + key, "file '" + full + "' is larger than 256 MiB, more than any kernel file");
         }
         return full;
@@ -88,9 +88,9 @@ struct checker {
 
 npu_manifest npu_manifest::load(const std::string& path) {
     checker ck{path, ""};
-    const size_t slash = path.find_last_of('/');
-    if (slash != std::string::npos) {
-        ck.dir = slash == 0 ? "/" : path.substr(0, slash);
+    const std::string dir = os::dir_name(path);   // "." for a bare file name: then names stay as they are
+    if (dir != "." || path.rfind("./", 0) == 0) {
+        ck.dir = dir;
     }
     // a FIFO or a device would block or never end: only a regular file of manifest size is read (own_file.h)
     std::string text, why;

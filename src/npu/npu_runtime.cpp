@@ -3,12 +3,9 @@
 #include "npu_runtime.h"
 
 #include "npu_instr.h"
+#include "npu_xrt_api.h"
 
 #include "util/trace.h"
-
-#ifdef GGML_XDNA_EMULATED
-#include "xdna_emu/emu_extension.h"
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -22,14 +19,29 @@ namespace xdna {
 // One design in a hardware context: the context, its kernel and one instruction buffer per block.
 struct npu_loaded_design {
     int design = 0;
-    xrt::hw_context ctx;
-    xrt::kernel kernel;
-    std::vector<xrt::bo> instr;        // by position in npu_design::kernels
+    std::shared_ptr<xdna_xrt_context> ctx;
+    std::shared_ptr<xdna_xrt_kernel> kernel;
+    std::vector<std::shared_ptr<xdna_xrt_bo>> instr;   // by position in npu_design::kernels
     std::vector<uint32_t> instr_words; // word count of each
     uint64_t last_used = 0;
 };
 
 namespace {
+
+// The C interface to XRT: set by the first npu_runtime::open() that finds it, and never unset (the handles below
+// free themselves through it).
+const npu_xrt_api* g_xrt = nullptr;
+
+// A handle of the C interface, freed by its own function when the last owner lets go.
+template <typename T> std::shared_ptr<T> own(T* handle, void (*free_fn)(T*)) {
+    return std::shared_ptr<T>(handle, [free_fn](T* h) { if (h) free_fn(h); });
+}
+
+// The C interface's reason for the failure it just reported on this thread.
+std::string xrt_error() {
+    const char* e = g_xrt->last_error();
+    return e && *e ? e : "XRT failed without saying why";
+}
 
 double seconds_of(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(t.time_since_epoch()).count();
@@ -54,33 +66,31 @@ std::string fmt_ms(double ms) {
     return buf;
 }
 
-const char* state_name(ert_cmd_state s) {
+// XRT's names of its run states (ert_cmd_state), as XRT itself prints them
+const char* state_name(int s) {
     switch (s) {
-        case ERT_CMD_STATE_NEW:        return "ERT_CMD_STATE_NEW";
-        case ERT_CMD_STATE_QUEUED:     return "ERT_CMD_STATE_QUEUED";
-        case ERT_CMD_STATE_RUNNING:    return "ERT_CMD_STATE_RUNNING";
-        case ERT_CMD_STATE_COMPLETED:  return "ERT_CMD_STATE_COMPLETED";
-        case ERT_CMD_STATE_ERROR:      return "ERT_CMD_STATE_ERROR";
-        case ERT_CMD_STATE_ABORT:      return "ERT_CMD_STATE_ABORT";
-        case ERT_CMD_STATE_SUBMITTED:  return "ERT_CMD_STATE_SUBMITTED";
-        case ERT_CMD_STATE_TIMEOUT:    return "ERT_CMD_STATE_TIMEOUT";
-        case ERT_CMD_STATE_NORESPONSE: return "ERT_CMD_STATE_NORESPONSE";
-        default:                       return "an unknown state";
+        case XDNA_XRT_STATE_NEW:        return "ERT_CMD_STATE_NEW";
+        case XDNA_XRT_STATE_QUEUED:     return "ERT_CMD_STATE_QUEUED";
+        case XDNA_XRT_STATE_RUNNING:    return "ERT_CMD_STATE_RUNNING";
+        case XDNA_XRT_STATE_COMPLETED:  return "ERT_CMD_STATE_COMPLETED";
+        case XDNA_XRT_STATE_ERROR:      return "ERT_CMD_STATE_ERROR";
+        case XDNA_XRT_STATE_ABORT:      return "ERT_CMD_STATE_ABORT";
+        case XDNA_XRT_STATE_SUBMITTED:  return "ERT_CMD_STATE_SUBMITTED";
+        case XDNA_XRT_STATE_TIMEOUT:    return "ERT_CMD_STATE_TIMEOUT";
+        case XDNA_XRT_STATE_NORESPONSE: return "ERT_CMD_STATE_NORESPONSE";
+        default:                        return "an unknown state";
     }
 }
 
-bool is_final(ert_cmd_state s) {
-    return s >= ERT_CMD_STATE_COMPLETED && s != ERT_CMD_STATE_SUBMITTED;
+bool is_final(int s) {
+    return s >= XDNA_XRT_STATE_COMPLETED && s != XDNA_XRT_STATE_SUBMITTED;
 }
 
 // The run's state now; "submitted" (in flight) when XRT cannot tell, so that a run is never let go unless it is
 // known to have ended.
-ert_cmd_state state_of(const xrt::run& r) {
-    try {
-        return r.state();
-    } catch (const std::exception&) {
-        return ERT_CMD_STATE_SUBMITTED;
-    }
+int state_of(const std::shared_ptr<xdna_xrt_run>& r) {
+    int state = XDNA_XRT_STATE_SUBMITTED;
+    return r && g_xrt->run_state(r.get(), &state) == XDNA_XRT_OK ? state : XDNA_XRT_STATE_SUBMITTED;
 }
 
 // How long a runtime being destroyed waits for the driver to end its parked runs: past it they are left in flight
@@ -115,11 +125,11 @@ npu_buffer npu_buffer::view(size_t offset, size_t bytes) const {
                                               "-byte NPU buffer");
     }
     npu_buffer v;
-    try {
-        v.m_bo = xrt::bo(m_bo, bytes, offset);
-    } catch (const std::exception& e) {
-        throw npu_error(npu_errc::buffer, std::string("cannot make a view of an NPU buffer: ") + e.what());
+    xdna_xrt_bo* sub = nullptr;
+    if (g_xrt->bo_sub(m_bo.get(), bytes, offset, &sub) != XDNA_XRT_OK) {
+        throw npu_error(npu_errc::buffer, "cannot make a view of an NPU buffer: " + xrt_error());
     }
+    v.m_bo = own(sub, g_xrt->bo_free);
     v.m_host = static_cast<char*>(m_host) + offset;
     v.m_size = bytes;
     v.m_view = true;
@@ -129,20 +139,16 @@ npu_buffer npu_buffer::view(size_t offset, size_t bytes) const {
 void npu_buffer::sync_to_device(size_t bytes, size_t offset) {
     if (!m_bo) throw npu_error(npu_errc::buffer, "sync of an empty NPU buffer");
     if (bytes == SIZE_MAX) bytes = offset <= m_size ? m_size - offset : 0;
-    try {
-        m_bo.sync(XCL_BO_SYNC_BO_TO_DEVICE, bytes, offset);
-    } catch (const std::exception& e) {
-        throw npu_error(npu_errc::buffer, std::string("sync to the NPU failed: ") + e.what());
+    if (g_xrt->bo_sync(m_bo.get(), XDNA_XRT_SYNC_TO_DEVICE, bytes, offset) != XDNA_XRT_OK) {
+        throw npu_error(npu_errc::buffer, "sync to the NPU failed: " + xrt_error());
     }
 }
 
 void npu_buffer::sync_from_device(size_t bytes, size_t offset) {
     if (!m_bo) throw npu_error(npu_errc::buffer, "sync of an empty NPU buffer");
     if (bytes == SIZE_MAX) bytes = offset <= m_size ? m_size - offset : 0;
-    try {
-        m_bo.sync(XCL_BO_SYNC_BO_FROM_DEVICE, bytes, offset);
-    } catch (const std::exception& e) {
-        throw npu_error(npu_errc::buffer, std::string("sync from the NPU failed: ") + e.what());
+    if (g_xrt->bo_sync(m_bo.get(), XDNA_XRT_SYNC_FROM_DEVICE, bytes, offset) != XDNA_XRT_OK) {
+        throw npu_error(npu_errc::buffer, "sync from the NPU failed: " + xrt_error());
     }
 }
 
@@ -172,6 +178,10 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     if (opts.timeout_ms < 0) {
         throw npu_error(npu_errc::config, "NPU timeout must be >= 0 ms, got " + std::to_string(opts.timeout_ms));
     }
+    std::string why;
+    const npu_xrt_api* xrt = npu_xrt(&why);
+    if (!xrt) throw npu_error(npu_errc::device, "no XRT for the NPU: " + why);
+    g_xrt = xrt;
     {
         left_runs& left = left_in_flight();
         std::lock_guard<std::mutex> lock(left.mu);
@@ -188,24 +198,32 @@ std::unique_ptr<npu_runtime> npu_runtime::open(const npu_options& opts) {
     rt->m_manifest = npu_manifest::load(path);
     const size_t nd = rt->m_manifest.designs().size();
     rt->m_xclbins.resize(nd);
-    rt->m_registered.assign(nd, false);
     rt->m_loaded.resize(nd);
     rt->m_instr.resize(rt->m_manifest.kernels().size());
-    try {
-        rt->m_device = xrt::device(0u);
-        rt->m_device_name = rt->m_device.get_info<xrt::info::device::name>();
-    } catch (const std::exception& e) {
-        throw npu_error(npu_errc::device, std::string("cannot open NPU device 0: ") + e.what() +
+    xdna_xrt_device* dev = nullptr;
+    char name[256];
+    if (xrt->device_open(0, &dev) != XDNA_XRT_OK || xrt->device_name(dev, name, sizeof(name)) != XDNA_XRT_OK) {
+        const std::string e = xrt_error();
+        if (dev) xrt->device_close(dev);
+        throw npu_error(npu_errc::device, "cannot open NPU device 0: " + e +
                                               " (is the amdxdna driver loaded and XRT installed?)");
     }
+    rt->m_device = own(dev, xrt->device_close);
+    rt->m_device_name = name;
     rt->m_emulated = rt->m_device_name.find("emulator") != std::string::npos;
     rt->m_results_valid = rt->m_device_name.find("results invalid") == std::string::npos;
-#ifdef GGML_XDNA_EMULATED
-    // the emulator tells the modelled span of each run, which the host cannot see
-    xdna_emu::set_run_observer(note_busy);
-    rt->m_emulated_timing = true;
-    rt->m_timing = xdna_emu::device_timing(rt->m_device);
-#endif
+    // the emulator tells the modelled span of each run, which the host cannot see, and the timing its runs are
+    // charged by (real XRT tells neither: the silicon model at the default power mode is planned with)
+    rt->m_emulated_timing = xrt->set_run_observer(note_busy) == XDNA_XRT_OK;
+    xdna_xrt_timing timing;
+    if (xrt->device_timing(dev, &timing) == XDNA_XRT_OK) {
+        rt->m_timing.clock_hz = timing.clock_hz;
+        rt->m_timing.dispatch_s = timing.dispatch_s;
+        rt->m_timing.queued_s = timing.queued_s;
+        rt->m_timing.switch_s = timing.switch_s;
+        rt->m_timing.flat_bf16_flops = timing.flat_bf16_flops;
+        rt->m_timing.flat_int8_ops = timing.flat_int8_ops;
+    }
     if (!rt->m_manifest.emulator_kernels() && rt->m_emulated) {
         throw npu_error(npu_errc::manifest, "kernel manifest '" + path + "' lists hardware kernels, but the device is "
                                             "the software XDNA1 emulator, which runs only its own kernel set (the "
@@ -284,49 +302,45 @@ std::shared_ptr<npu_loaded_design> npu_runtime::load(int di) {
     const npu_design& d = m_manifest.designs()[di];
     const auto t0 = std::chrono::steady_clock::now();
     if (!m_xclbins[di]) {
-        try {
-            m_xclbins[di] = xrt::xclbin(d.xclbin_path);
-        } catch (const std::exception& e) {
-            throw npu_error(npu_errc::kernel, "design '" + d.name + "': cannot read xclbin: " + e.what());
+        xdna_xrt_xclbin* x = nullptr;
+        if (g_xrt->xclbin_register(m_device.get(), d.xclbin_path.c_str(), &x) != XDNA_XRT_OK) {
+            throw npu_error(npu_errc::kernel, "design '" + d.name + "': cannot read and register xclbin '" +
+                                                  d.xclbin_path + "': " + xrt_error());
         }
-    }
-    if (!m_registered[di]) {
-        try {
-            m_device.register_xclbin(m_xclbins[di]);
-        } catch (const std::exception& e) {
-            throw npu_error(npu_errc::kernel, "design '" + d.name + "': cannot register xclbin '" + d.xclbin_path +
-                                                  "': " + e.what());
-        }
-        m_registered[di] = true;
+        m_xclbins[di] = own(x, g_xrt->xclbin_free);
     }
     auto ld = std::make_shared<npu_loaded_design>();
     ld->design = di;
     // Only this step can fail for want of a free context; the caller evicts and retries on npu_errc::context.
-    try {
-        ld->ctx = xrt::hw_context(m_device, m_xclbins[di].get_uuid());
-    } catch (const std::exception& e) {
-        throw npu_error(npu_errc::context, "design '" + d.name + "': cannot create a hardware context: " + e.what());
+    xdna_xrt_context* ctx = nullptr;
+    if (g_xrt->context_create(m_device.get(), m_xclbins[di].get(), &ctx) != XDNA_XRT_OK) {
+        throw npu_error(npu_errc::context, "design '" + d.name + "': cannot create a hardware context: " + xrt_error());
     }
-    try {
-        ld->kernel = xrt::kernel(ld->ctx, d.kernel_name);
-    } catch (const std::exception& e) {
+    ld->ctx = own(ctx, g_xrt->context_free);
+    xdna_xrt_kernel* kernel = nullptr;
+    if (g_xrt->kernel_open(ctx, d.kernel_name.c_str(), &kernel) != XDNA_XRT_OK) {
         throw npu_error(npu_errc::kernel, "design '" + d.name + "': kernel '" + d.kernel_name + "' of xclbin '" +
-                                              d.xclbin_path + "': " + e.what());
+                                              d.xclbin_path + "': " + xrt_error());
     }
+    ld->kernel = own(kernel, g_xrt->kernel_free);
     for (int ki : d.kernels) {
         const npu_kernel& k = m_manifest.kernels()[ki];
         const std::vector<uint32_t>& words = instr_words(k);
-        try {
-            // Instruction buffers live in the device heap: cacheable, in the instruction argument's group.
-            xrt::bo bo(m_device, words.size() * sizeof(uint32_t), xrt::bo::flags::cacheable, ld->kernel.group_id(1));
-            bo.write(words.data(), words.size() * sizeof(uint32_t), 0);
-            bo.sync(XCL_BO_SYNC_BO_TO_DEVICE);
-            ld->instr.push_back(std::move(bo));
-            ld->instr_words.push_back(static_cast<uint32_t>(words.size()));
-        } catch (const std::exception& e) {
+        // Instruction buffers live in the device heap: cacheable, in the instruction argument's group.
+        const size_t bytes = words.size() * sizeof(uint32_t);
+        int group = 0;
+        xdna_xrt_bo* bo = nullptr;
+        bool ok = g_xrt->kernel_group(kernel, 1, &group) == XDNA_XRT_OK &&
+                  g_xrt->bo_alloc(m_device.get(), bytes, XDNA_XRT_BO_CACHEABLE, group, &bo) == XDNA_XRT_OK;
+        std::shared_ptr<xdna_xrt_bo> owned = own(bo, g_xrt->bo_free);
+        ok = ok && g_xrt->bo_write(bo, words.data(), bytes, 0) == XDNA_XRT_OK &&
+             g_xrt->bo_sync(bo, XDNA_XRT_SYNC_TO_DEVICE, bytes, 0) == XDNA_XRT_OK;
+        if (!ok) {
             throw npu_error(npu_errc::buffer, "design '" + d.name + "': instruction buffer for '" + k.name + "': " +
-                                                  e.what());
+                                                  xrt_error());
         }
+        ld->instr.push_back(std::move(owned));
+        ld->instr_words.push_back(static_cast<uint32_t>(words.size()));
     }
     const double ms = ms_since(t0);
     ++m_stats.loads;
@@ -395,15 +409,18 @@ npu_buffer npu_runtime::alloc(const npu_kernel& k, npu_arg which, size_t bytes) 
     std::lock_guard<std::mutex> lock(m_mu);
     auto d = ensure_loaded(k.design);
     npu_buffer buf;
-    try {
-        // Data buffers are host memory the NPU reads through its own copy (XRT_BO_FLAGS_HOST_ONLY).
-        buf.m_bo = xrt::bo(m_device, bytes, xrt::bo::flags::host_only, d->kernel.group_id(3 + static_cast<int>(which)));
-        buf.m_host = buf.m_bo.map();
-        buf.m_size = bytes;
-    } catch (const std::exception& e) {
+    // Data buffers are host memory the NPU reads through its own copy (XRT_BO_FLAGS_HOST_ONLY).
+    int group = 0;
+    xdna_xrt_bo* bo = nullptr;
+    bool ok = g_xrt->kernel_group(d->kernel.get(), 3 + static_cast<int>(which), &group) == XDNA_XRT_OK &&
+              g_xrt->bo_alloc(m_device.get(), bytes, XDNA_XRT_BO_HOST_ONLY, group, &bo) == XDNA_XRT_OK;
+    buf.m_bo = own(bo, g_xrt->bo_free);
+    buf.m_host = ok ? g_xrt->bo_map(bo) : nullptr;
+    if (!buf.m_host) {
         throw npu_error(npu_errc::buffer, "cannot allocate a " + std::to_string(bytes) + "-byte NPU buffer for '" +
-                                              k.name + "': " + e.what());
+                                              k.name + "': " + xrt_error());
     }
+    buf.m_size = bytes;
     return buf;
 }
 
@@ -431,18 +448,19 @@ npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, n
     const npu_design& d = m_manifest.design_of(k);
     size_t pos = 0;
     while (d.kernels[pos] != k.index) ++pos;
-    try {
-        // The NPU kernel's argument order: opcode 3 (the instruction sequence opcode mlir-aie's host code uses; 2 is
-        // the deprecated transaction one), instruction buffer, its word count, then the data buffers as the
-        // design's runtime sequence takes them: A, B, C.
-        const unsigned int opcode = 3;
-        run.m_start = std::chrono::steady_clock::now();
-        run.m_run = run.m_design->kernel(opcode, run.m_design->instr[pos], run.m_design->instr_words[pos], a.m_bo,
-                                         b.m_bo, c.m_bo);
-    } catch (const std::exception& e) {
+    // The NPU kernel's argument order: opcode 3 (the instruction sequence opcode mlir-aie's host code uses; 2 is
+    // the deprecated transaction one), instruction buffer, its word count, then the data buffers as the
+    // design's runtime sequence takes them: A, B, C.
+    const unsigned int opcode = 3;
+    run.m_start = std::chrono::steady_clock::now();
+    xdna_xrt_run* r = nullptr;
+    if (g_xrt->run_start(run.m_design->kernel.get(), opcode, run.m_design->instr[pos].get(),
+                         run.m_design->instr_words[pos], a.m_bo.get(), b.m_bo.get(), c.m_bo.get(),
+                         &r) != XDNA_XRT_OK) {
         ++m_stats.failed;
-        throw npu_error(npu_errc::launch, "launch of '" + k.name + "' failed: " + e.what());
+        throw npu_error(npu_errc::launch, "launch of '" + k.name + "' failed: " + xrt_error());
     }
+    run.m_run = own(r, g_xrt->run_free);
     run.m_kernel = &k;
     run.m_args[0] = a.m_bo;
     run.m_args[1] = b.m_bo;
@@ -453,12 +471,9 @@ npu_run npu_runtime::launch(const npu_kernel& k, npu_buffer& a, npu_buffer& b, n
 
 bool npu_runtime::finished(const npu_run& run) const {
     if (!run.active()) return true;
-    try {
-        const ert_cmd_state state = run.m_run.state();
-        return state >= ERT_CMD_STATE_COMPLETED && state != ERT_CMD_STATE_SUBMITTED;
-    } catch (const std::exception&) {
-        return true;   // wait() then says what went wrong
-    }
+    int state = 0;
+    if (g_xrt->run_state(run.m_run.get(), &state) != XDNA_XRT_OK) return true;   // wait() then says what went wrong
+    return is_final(state);
 }
 
 void npu_runtime::wait(npu_run& run, int timeout_ms) {
@@ -467,17 +482,15 @@ void npu_runtime::wait(npu_run& run, int timeout_ms) {
     }
     const int ms = timeout_ms < 0 ? m_opts.timeout_ms : timeout_ms;
     const npu_kernel& k = *run.m_kernel;
-    ert_cmd_state state;
-    try {
-        state = run.m_run.wait(std::chrono::milliseconds(ms));
-    } catch (const std::exception& e) {
-        state = ERT_CMD_STATE_SUBMITTED;
-        log(npu_log_level::error, "waiting for '" + k.name + "': " + e.what());
+    int state = XDNA_XRT_STATE_SUBMITTED;
+    if (g_xrt->run_wait(run.m_run.get(), static_cast<unsigned int>(ms), &state) != XDNA_XRT_OK) {
+        state = XDNA_XRT_STATE_SUBMITTED;
+        log(npu_log_level::error, "waiting for '" + k.name + "': " + xrt_error());
     }
     // XRT's wait answers ERT_CMD_STATE_TIMEOUT both when its own timeout passes and for a run the driver ended in
     // that state: the run's state tells the two apart.
-    if (state == ERT_CMD_STATE_TIMEOUT || !is_final(state)) state = state_of(run.m_run);
-    if (state == ERT_CMD_STATE_COMPLETED) {
+    if (state == XDNA_XRT_STATE_TIMEOUT || !is_final(state)) state = state_of(run.m_run);
+    if (state == XDNA_XRT_STATE_COMPLETED) {
         std::lock_guard<std::mutex> lock(m_mu);
         ++m_stats.completed;
         m_stats.run_ms += ms_since(run.m_start);
@@ -500,7 +513,7 @@ void npu_runtime::wait(npu_run& run, int timeout_ms) {
     } else {
         code = npu_errc::run_failed;
         msg = "NPU run of '" + k.name + "' ended in " + std::string(state_name(state)) +
-              (state == ERT_CMD_STATE_TIMEOUT ? " (the driver's watchdog ended it)" : "");
+              (state == XDNA_XRT_STATE_TIMEOUT ? " (the driver's watchdog ended it)" : "");
     }
     {
         // The context that failed may be unusable: unload it, so the next launch starts from a fresh one.
@@ -542,7 +555,7 @@ bool npu_runtime::park(npu_run& run) {
 
 void npu_runtime::reap() {
     for (auto it = m_parked.begin(); it != m_parked.end();) {
-        const ert_cmd_state s = state_of(it->m_run);
+        const int s = state_of(it->m_run);
         if (!is_final(s)) {
             ++it;
             continue;

@@ -1,5 +1,6 @@
-// The NPU runtime: the XRT-facing layer of ggml-xdna. The same source builds against the real XRT or against
-// the software XDNA1 (emulator/); nothing here knows which, except what the device calls itself.
+// The NPU runtime: the XRT-facing layer of ggml-xdna. It reaches XRT only through the C interface of npu_xrt_c.h
+// (linked in on Linux, a DLL on Windows), behind which is the real XRT or the software XDNA1 (emulator/); nothing
+// here knows which, except what the device calls itself.
 //
 // Use (one runtime per process; its methods are thread-safe, buffers and runs belong to their caller):
 //   auto rt = xdna::npu_runtime::open(opts);                         // device 0 + the manifest
@@ -16,6 +17,7 @@
 #include "npu_error.h"
 #include "npu_manifest.h"
 #include "npu_types.h"
+#include "xdna1_timing.h"
 
 #include <chrono>
 #include <cstddef>
@@ -27,9 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "xrt/xrt_bo.h"
-#include "xrt/xrt_device.h"
-#include "xrt/xrt_kernel.h"
+#include "npu_xrt_c.h"
 
 namespace xdna {
 
@@ -76,7 +76,7 @@ public:
 
 private:
     friend class npu_runtime;
-    xrt::bo m_bo;
+    std::shared_ptr<xdna_xrt_bo> m_bo;   // shared like an xrt::bo: views and runs hold it too
     void* m_host = nullptr;
     size_t m_size = 0;
     bool m_view = false;
@@ -99,9 +99,9 @@ public:
 
 private:
     friend class npu_runtime;
-    xrt::run m_run;
+    std::shared_ptr<xdna_xrt_run> m_run;
     std::shared_ptr<npu_loaded_design> m_design;   // keeps its hardware context alive while it runs
-    xrt::bo m_args[3];                              // A, B, C: kept while it runs, parked or not
+    std::shared_ptr<xdna_xrt_bo> m_args[3];         // A, B, C: kept while it runs, parked or not
     const npu_kernel* m_kernel = nullptr;
     std::chrono::steady_clock::time_point m_start;
 };
@@ -171,7 +171,7 @@ private:
 
     npu_options m_opts;
     npu_manifest m_manifest;
-    xrt::device m_device;
+    std::shared_ptr<xdna_xrt_device> m_device;
     std::string m_device_name;
     bool m_emulated = false;
     bool m_results_valid = true;
@@ -180,8 +180,7 @@ private:
     std::chrono::steady_clock::time_point m_last_done;          // the last completed run's end (m_mu)
 
     mutable std::mutex m_mu;
-    std::vector<xrt::xclbin> m_xclbins;                         // per design, parsed once
-    std::vector<bool> m_registered;                             // per design
+    std::vector<std::shared_ptr<xdna_xrt_xclbin>> m_xclbins;    // per design, read and registered once
     std::vector<std::shared_ptr<npu_loaded_design>> m_loaded;   // per design, null when unloaded
     std::vector<std::vector<uint32_t>> m_instr;                 // per kernel, read once
     uint64_t m_clock = 0;                                       // LRU time

@@ -7,6 +7,7 @@
 // The set mirrors what kernels/build-kernels.sh builds with mlir-aie for a real NPU: bf16 x bf16 -> f32 and
 // i8 x i8 -> i32 designs with K = 1024, each in a narrow tile (m = 16: every block) and a wide one (m = 64: blocks of
 // 256 tokens and more), with an instruction stream per (tokens, rows) block.
+#include "os/os.h"
 #include "xdna_emu/emu_format.h"
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,6 @@
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 namespace {
@@ -46,7 +46,8 @@ std::vector<uint32_t> parse_list(const char* opt, const char* s) {
 }
 
 void make_dir(const std::string& d) {
-    if (mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) die("cannot create folder '" + d + "': " + std::strerror(errno));
+    std::string why;
+    if (!xdna::os::make_dir(d, &why)) die("cannot create folder '" + d + "': " + why);
 }
 
 void write_file(const std::string& path, const void* data, size_t size) {

@@ -4,13 +4,13 @@
 #include "workers/cpu/cpu_views.h"
 
 #include "convert/xdna_convert.h"
+#include "os/os.h"
 #include "util/clock.h"
 #include "util/log.h"
 
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -146,9 +146,7 @@ int cpu_worker::threads() const {
 
 void cpu_worker::impl::count_cores() {
     if (n_cores > 0) return;
-    cpu_set_t set;
-    n_cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : (int) std::thread::hardware_concurrency();
-    if (n_cores <= 0) n_cores = 1;
+    n_cores = os::cores_available();
 }
 
 int cpu_worker::cores_to_spare() {

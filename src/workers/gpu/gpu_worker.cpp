@@ -2,6 +2,7 @@
 
 #include "workers/gpu/weight_cache.h"
 
+#include "os/os.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/trace.h"
@@ -10,7 +11,6 @@
 
 #include <cstring>
 #include <mutex>
-#include <unistd.h>
 #include <vector>
 
 namespace xdna {
@@ -44,7 +44,7 @@ struct host_mapping {
 };
 
 bool map_host_range(ggml_backend_dev_t dev, const void * ptr, size_t size, host_mapping & m) {
-    static const size_t page = (size_t) sysconf(_SC_PAGESIZE);
+    const size_t page = os::page_size();
     const uintptr_t begin = (uintptr_t) ptr / page * page;
     const uintptr_t end   = align_up((uintptr_t) ptr + size, page);
     m.buf = ggml_backend_dev_buffer_from_host_ptr(dev, (void *) begin, end - begin, end - begin);

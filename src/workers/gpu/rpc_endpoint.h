@@ -10,8 +10,9 @@
 // catch that (docs/gpu-worker.md).
 #pragma once
 
+#include "os/os_socket.h"
+
 #include <string>
-#include <sys/socket.h>
 #include <vector>
 
 namespace xdna {

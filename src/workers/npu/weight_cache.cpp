@@ -2,6 +2,7 @@
 
 #include "convert/xdna_convert.h"
 #include "workers/npu/resident_weight.h"
+#include "os/os.h"
 #include "util/log.h"
 
 #include "ggml-backend.h"
@@ -121,18 +122,7 @@ uint64_t weight_fingerprint(const ggml_tensor * w, int64_t expert) {
     return h;
 }
 
-size_t system_available_bytes() {
-    FILE * f = fopen("/proc/meminfo", "r");
-    if (!f) return SIZE_MAX;
-    char line[256];
-    size_t kb = 0;
-    bool found = false;
-    while (fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1) { found = true; break; }
-    }
-    fclose(f);
-    return found ? kb * 1024 : SIZE_MAX;
-}
+size_t system_available_bytes() { return os::memory_available(); }
 
 size_t weight_cache::key_hash::operator()(const key & k) const {
     return std::hash<const void *>()(k.data) ^ (size_t(k.expert) * 0x9e3779b97f4a7c15ull) ^ (size_t(k.fmt) << 7) ^
