@@ -30,7 +30,6 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
     { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (out-of-tree amdxdna driver: 6 system-wide)" },
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
-    { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only), as GGML_XDNA_NPU=off" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
     { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "1: where the CPU worker has no rows of a multiply, or has several threads, its threads convert the NPU's activations before the NPU starts; 0: the NPU worker's own thread always does" },
     { "GGML_XDNA_NPU_HELP",       "1",     "1: the CPU worker's team, once its rows are done, takes parts of each NPU block's result until the NPU's part is over; 0: the NPU worker's own thread takes them all" },
@@ -176,7 +175,6 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.string("GGML_XDNA_NPU_KERNELS", c.npu_kernels);
     r.integer("GGML_XDNA_NPU_CONTEXTS", c.npu_contexts, 1, 64);
     r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
-    r.boolean("GGML_XDNA_NPU_DISABLE", c.npu_disable);
     r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
     r.boolean("GGML_XDNA_NPU_CPU_CONVERT", c.npu_cpu_convert);
     r.boolean("GGML_XDNA_NPU_HELP", c.npu_help);

@@ -47,7 +47,6 @@ struct config {
     std::string npu_kernels;         // GGML_XDNA_NPU_KERNELS: kernel manifest (empty: the built-in set)
     int    npu_contexts   = 6;       // GGML_XDNA_NPU_CONTEXTS: hardware-context budget
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
-    bool   npu_disable    = false;   // GGML_XDNA_NPU_DISABLE: run without the NPU worker (GGML_XDNA_NPU=off)
     int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
     bool   npu_cpu_convert = true;   // GGML_XDNA_NPU_CPU_CONVERT: the CPU worker's threads convert the NPU's activations
     bool   npu_help        = true;   // GGML_XDNA_NPU_HELP: the CPU worker's thread, its rows done, takes NPU results too

@@ -117,14 +117,9 @@ TEST(npu_choice, the_emulator_only_when_asked_for) {
         const npu_choice e = choose_npu(parse({ { "GGML_XDNA_NPU", "emulator" } }), xrt);
         EXPECT_EQ(e.open, !xrt) << "emulator, built " << (xrt ? "with" : "without") << " XRT";
         if (xrt) { EXPECT_NE(e.why.find("built against XRT"), std::string::npos) << e.why; }
-        for (const auto & off : { std::pair<std::string, std::string>{ "GGML_XDNA_NPU", "off" },
-                                  std::pair<std::string, std::string>{ "GGML_XDNA_NPU_DISABLE", "1" } }) {
-            const npu_choice o = choose_npu(parse({ off, { "GGML_XDNA_NPU_SHARE", "1" } }), xrt);
-            EXPECT_FALSE(o.open) << off.first;
-            EXPECT_NE(o.why.find(off.first), std::string::npos) << o.why;
-        }
-        // the off switch wins over a request for the emulator
-        EXPECT_FALSE(choose_npu(parse({ { "GGML_XDNA_NPU", "emulator" }, { "GGML_XDNA_NPU_DISABLE", "1" } }), xrt).open);
+        const npu_choice o = choose_npu(parse({ { "GGML_XDNA_NPU", "off" }, { "GGML_XDNA_NPU_SHARE", "1" } }), xrt);
+        EXPECT_FALSE(o.open);
+        EXPECT_NE(o.why.find("GGML_XDNA_NPU=off"), std::string::npos) << o.why;
         for (const npu_choice & c : { d, e }) EXPECT_EQ(c.why.find('\n'), std::string::npos);
     }
 }
@@ -134,4 +129,16 @@ TEST(config, unknown_variables_are_named) {
                                   "GGML_XDNA_CACHE", "GGML_XDNA_BUILD_DIR" });   // the last two: the scripts' own
     ASSERT_EQ(u.size(), 1u);
     EXPECT_NE(u[0].find("GGML_XDNA_NPU_SAHRE"), std::string::npos);
+}
+
+// A setting the plugin no longer reads (GGML_XDNA_NPU=off says what GGML_XDNA_NPU_DISABLE=1 said) gets its line too,
+// and changes nothing: the NPU stays as the default chooses it.
+TEST(config, a_removed_variable_is_named_and_ignored) {
+    const auto u = unknown_vars({ "GGML_XDNA_NPU_DISABLE", "GGML_XDNA_NPU" });
+    ASSERT_EQ(u.size(), 1u);
+    EXPECT_NE(u[0].find("GGML_XDNA_NPU_DISABLE is not a ggml-xdna variable"), std::string::npos) << u[0];
+    std::vector<std::string> w;
+    const config c = parse({ { "GGML_XDNA_NPU_DISABLE", "1" } }, &w);
+    EXPECT_TRUE(w.empty());
+    EXPECT_EQ(c.npu, npu_mode::automatic);
 }
