@@ -16,7 +16,6 @@ namespace {
 planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
     o.npu_share = npu_share;
-    o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
     o.moe_min_tokens = c.npu_moe_min_tokens;
     return o;
 }

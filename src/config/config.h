@@ -31,7 +31,6 @@ struct config {
     bool   disable        = false;   // GGML_XDNA_DISABLE: no device at all
     int    min_batch      = 32;      // GGML_XDNA_MIN_BATCH: smallest token count claimed
     bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
-    int    threads        = 0;       // GGML_XDNA_THREADS: CPU worker threads (0: follow llama.cpp's -t)
     int    cpu_tiles      = 0;       // GGML_XDNA_CPU_TILES: the CPU worker's rows in tiles of tokens (-1 auto, 0, 1)
     std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
     std::string trace;               // GGML_XDNA_TRACE: file the timeline is written to (Chrome trace events)
@@ -45,7 +44,6 @@ struct config {
     bool   npu_warm       = true;    // GGML_XDNA_NPU_WARM: convert weights in the background at load
     double npu_decode     = 0.0;     // GGML_XDNA_NPU_DECODE: experimental NPU token generation share (0 = off)
     std::string npu_kernels;         // GGML_XDNA_NPU_KERNELS: kernel manifest (empty: the built-in set)
-    int    npu_contexts   = 6;       // GGML_XDNA_NPU_CONTEXTS: hardware-context budget
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
     int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
     bool   npu_cpu_convert = true;   // GGML_XDNA_NPU_CPU_CONVERT: the CPU worker's threads convert the NPU's activations
@@ -57,7 +55,6 @@ struct config {
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice
     size_t gpu_cache_mb   = 2048;    // GGML_XDNA_GPU_CACHE_MB: resident weight budget on the GPU
-    double gpu_npu_min_gflop = 4.0;  // GGML_XDNA_GPU_NPU_MIN_GFLOP: the NPU joins a GPU split only above this
 };
 
 // Reads the configuration from `get` (the environment by default). Each malformed or unknown value adds one line to

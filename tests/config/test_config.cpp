@@ -31,7 +31,6 @@ TEST(config, defaults_match_the_table) {
     EXPECT_TRUE(c.npu_warm);
     EXPECT_FALSE(c.npu_w8);
     EXPECT_EQ(c.npu_decode, 0.0);
-    EXPECT_EQ(c.npu_contexts, 6);
     EXPECT_EQ(c.npu, npu_mode::automatic);
 
     // every documented default parses to the same configuration
@@ -43,9 +42,7 @@ TEST(config, defaults_match_the_table) {
     EXPECT_EQ(d.npu_share, c.npu_share);
     EXPECT_EQ(d.npu_cache_mb, c.npu_cache_mb);
     EXPECT_EQ(d.npu_warm, c.npu_warm);
-    EXPECT_EQ(d.npu_contexts, c.npu_contexts);
     EXPECT_EQ(d.npu, c.npu);
-    EXPECT_EQ(d.gpu_npu_min_gflop, c.gpu_npu_min_gflop);
 }
 
 TEST(config, valid_values) {
@@ -79,7 +76,7 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
     const std::vector<std::pair<std::string, std::string>> bad = {
         { "GGML_XDNA_DISABLE", "maybe" },   { "GGML_XDNA_MIN_BATCH", "32x" },  { "GGML_XDNA_MIN_BATCH", "" },
         { "GGML_XDNA_NPU_SHARE", "1.5" },   { "GGML_XDNA_NPU_SHARE", "-0.1" }, { "GGML_XDNA_NPU_SHARE", "nan" },
-        { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },   { "GGML_XDNA_NPU_CONTEXTS", "0" },
+        { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },
         { "GGML_XDNA_MIN_BATCH", "99999999999999999999" }, { "GGML_XDNA_NPU_HOST_CORE", "2" },
         { "GGML_XDNA_NPU", "emu" },         { "GGML_XDNA_NPU", "1" },
     };
@@ -99,7 +96,6 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         EXPECT_EQ(c.npu_share, def.npu_share);
         EXPECT_EQ(c.npu_cache_mb, def.npu_cache_mb);
         EXPECT_EQ(c.npu_decode, def.npu_decode);
-        EXPECT_EQ(c.npu_contexts, def.npu_contexts);
         EXPECT_EQ(c.npu_host_core, def.npu_host_core);
         EXPECT_EQ(c.npu, def.npu);
     }

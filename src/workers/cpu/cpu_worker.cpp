@@ -96,8 +96,7 @@ std::unique_ptr<cpu_worker> cpu_worker::create(ggml_backend_dev_t cpu_dev) {
 
     p->tiles.reset(new cpu_tiles(cpu_dev));
     p->tiles_policy = get_config().cpu_tiles;
-    const int threads = get_config().threads;
-    w->set_n_threads(threads > 0 ? threads : GGML_DEFAULT_N_THREADS);
+    w->set_n_threads(GGML_DEFAULT_N_THREADS);   // until llama.cpp sets its -t
     return w;
 }
 
@@ -117,7 +116,6 @@ bool cpu_worker::impl::tiled(const multiply & m, int64_t rows, bool by_tokens) {
 }
 
 void cpu_worker::set_n_threads(int n_threads) {
-    if (get_config().threads > 0) n_threads = get_config().threads;   // the user's explicit choice wins
     if (n_threads == p->n_threads || n_threads <= 0) return;          // llama.cpp calls this every ubatch
     p->n_threads = n_threads;
     p->n_active  = n_threads;

@@ -55,7 +55,7 @@ class cpu_worker final : public worker {
     void set_n_threads(int n_threads);
     int64_t tiled_runs() const;   // computes whose rows were in tiles (cpu_tiles.h, GGML_XDNA_CPU_TILES)
     void set_tiles(int policy);   // GGML_XDNA_CPU_TILES for this worker (-1 auto, 0, 1): both ways in one process
-    int  threads() const;   // what it computes with (set_n_threads, or GGML_XDNA_THREADS)
+    int  threads() const;   // what it computes with (set_n_threads: llama.cpp's -t)
     // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
     // computes with one thread fewer when its threads would otherwise take every core, so that no thread of its team
     // waits for a core at a barrier while the NPU's thread runs. Only with OpenMP, where a team's size is free to

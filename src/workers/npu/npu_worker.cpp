@@ -42,7 +42,6 @@ static constexpr int max_failures_in_a_row = 3;
 std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
     npu_options opts;
     opts.manifest_path  = cfg.npu_kernels;
-    opts.context_budget = cfg.npu_contexts;
     opts.timeout_ms     = cfg.npu_timeout_ms;
     opts.debug          = cfg.debug;
     opts.log = [](npu_log_level level, const std::string & msg) {
