@@ -48,10 +48,6 @@ std::string compute_engine::summary() const {
                      (long long) t.driven, (long long) t.team_results, t.team_seconds);
             out += buf;
         }
-        if (k == worker_kind::cpu && cpu.tiled_runs() > 0) {
-            snprintf(buf, sizeof(buf), " (in tiles in %lld runs)", (long long) cpu.tiled_runs());
-            out += buf;
-        }
         if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
     }
     // the multiplies' own time tells the split's quality apart from the rest of a prompt (attention, norms), which

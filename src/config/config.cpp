@@ -16,7 +16,6 @@ const config_var config_vars[] = {
     { "GGML_XDNA_DISABLE",        "0",     "1 hides the backend entirely: no device, the NPU is not opened" },
     { "GGML_XDNA_MIN_BATCH",      "32",    "smallest token count the backend claims; a huge value (1000000) makes it claim nothing" },
     { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
-    { "GGML_XDNA_CPU_TILES",      "0",     "1: the CPU worker computes a dense multiply's rows a block of tokens at a time, each thread of its team all of the rows for its block through a one-thread CPU backend of its own; auto: where the CPU has AVX-512 and ggml's MUL_MAT would cut the CPU's rows into chunks narrower than its 16-row kernels; 0 (the default: on a 16-core AVX-512 host they were faster alone but not beside the NPU at -t 16): never" },
     { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (the multiplies' own time, what each worker did, and what the planner learned per shape), for scripts" },
     { "GGML_XDNA_TRACE",          "",      "file to write a timeline of every multiply to (Chrome trace-event JSON: Perfetto, chrome://tracing)" },
     { "GGML_XDNA_PLANNER_STATE",  "",      "file in which the auto split keeps what it learned between runs (read at the first prompt, written at exit), or auto: one per machine under the cache folder; ignored when written on another machine, build, NPU or kernel set; empty: nothing kept" },
@@ -158,7 +157,6 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.boolean("GGML_XDNA_DISABLE", c.disable);
     r.integer("GGML_XDNA_MIN_BATCH", c.min_batch, 1, 1LL << 30);
     r.boolean("GGML_XDNA_DEBUG", c.debug);
-    r.auto_boolean("GGML_XDNA_CPU_TILES", c.cpu_tiles);
     r.string("GGML_XDNA_REPORT", c.report);
     r.string("GGML_XDNA_TRACE", c.trace);
     r.string("GGML_XDNA_PLANNER_STATE", c.planner_state);

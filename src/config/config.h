@@ -31,7 +31,6 @@ struct config {
     bool   disable        = false;   // GGML_XDNA_DISABLE: no device at all
     int    min_batch      = 32;      // GGML_XDNA_MIN_BATCH: smallest token count claimed
     bool   debug          = false;   // GGML_XDNA_DEBUG: log routing decisions
-    int    cpu_tiles      = 0;       // GGML_XDNA_CPU_TILES: the CPU worker's rows in tiles of tokens (-1 auto, 0, 1)
     std::string report;              // GGML_XDNA_REPORT: file the end-of-run summary is appended to
     std::string trace;               // GGML_XDNA_TRACE: file the timeline is written to (Chrome trace events)
     std::string planner_state;       // GGML_XDNA_PLANNER_STATE: file the auto split keeps what it learned in

@@ -53,8 +53,6 @@ class cpu_worker final : public worker {
     bool run_on_threads(const std::function<void(int ith, int nth)> & fn);
 
     void set_n_threads(int n_threads);
-    int64_t tiled_runs() const;   // computes whose rows were in tiles (cpu_tiles.h, GGML_XDNA_CPU_TILES)
-    void set_tiles(int policy);   // GGML_XDNA_CPU_TILES for this worker (-1 auto, 0, 1): both ways in one process
     int  threads() const;   // what it computes with (set_n_threads: llama.cpp's -t)
     // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
     // computes with one thread fewer when its threads would otherwise take every core, so that no thread of its team
