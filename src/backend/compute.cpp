@@ -13,9 +13,8 @@
 namespace xdna {
 
 compute_engine::compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                               std::vector<worker *> others, bool cpu_convert, bool help)
-    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)),
-      cpu_convert(cpu_convert), help(help) {}
+                               std::vector<worker *> others)
+    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)) {}
 
 void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
     totals & t = sums[(int) kind];
@@ -135,11 +134,11 @@ static int engine_slices(const multiply & m, int64_t npu_rows) {
 }
 
 // A driven worker's end, once the CPU's rows are done: the calling thread finishes it (waiting for the device) and the
-// rest of the team takes parts of each result (help()), unless lending is off or the CPU failed.
+// rest of the team takes parts of each result (help()), unless the CPU failed.
 work_result compute_engine::finish_driven(worker * w, bool cpu_ok) {
     work_result r;
     bool ended = false;   // end() exactly once: the team's graph may report a failure (an abort) after running it
-    if (cpu_ok && help) {
+    if (cpu_ok) {
         cpu.run_on_threads([&r, &ended, w](int ith, int) {
             if (ith != 0) return w->help();
             r = w->end();
@@ -190,7 +189,7 @@ void compute_engine::prepare_npu_ahead(const multiply & m, const std::vector<wor
 // - a device worker's one-time work (the NPU converting a weight it meets for the first time), where there are
 //   several threads: one thread alone does it better beside the CPU's rows. `once_on_cpu` is set where they did.
 void compute_engine::lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, bool & once_on_cpu) {
-    if (cpu_convert && (cpu_idle || drives || cpu.threads() > 1)) {
+    if (cpu_idle || drives || cpu.threads() > 1) {
         m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
             return cpu.convert_bf16(m.node->src[1], b, then);
         };
@@ -265,7 +264,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // and one more would take that thread's core (-t 16 of 16 cores, the NPU on every row, emulated at 3,140 GFLOP/s:
     // 678 and 800 prompt tokens/s with this thread lent, 1,117 and 1,097 without; at share 0.75, where the team was
     // one thread short, lent is the faster).
-    const bool lend = help && cpu.cores_to_spare() > 0;
+    const bool lend = cpu.cores_to_spare() > 0;
     for (size_t i = 0; lend && i < n_dev; ++i) {
         if (rows[i].empty() || !ws[i]->shares_host_work() || ws[i] == driven) continue;
         worker * w = ws[i];

@@ -15,7 +15,7 @@ class compute_engine {
     // `others`: the device workers (NPU, GPU) shared by the process; they may be empty. Multiplies with fewer than
     // `min_batch` tokens (claimed only for the experimental NPU decode) are split by `decode_planner`.
     compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                   std::vector<worker *> others, bool cpu_convert = true, bool help = true);
+                   std::vector<worker *> others);
 
     // `twin`: a second MUL_MAT computed with `node` as one multiply (multiply_pair(node, twin) must hold, and pairs())
     ggml_status compute(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
@@ -53,8 +53,6 @@ class compute_engine {
     int                   min_batch;
     cpu_worker &          cpu;
     std::vector<worker *> others;
-    bool                  cpu_convert;   // GGML_XDNA_NPU_CPU_CONVERT: offer the CPU worker's threads to convert
-    bool                  help;          // GGML_XDNA_NPU_HELP: lend this thread to the device workers once idle
 };
 
 }  // namespace xdna

@@ -28,9 +28,6 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
-    { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "1: where the CPU worker has no rows of a multiply, or has several threads, its threads convert the NPU's activations before the NPU starts; 0: the NPU worker's own thread always does" },
-    { "GGML_XDNA_NPU_HELP",       "1",     "1: the CPU worker's team, once its rows are done, takes parts of each NPU block's result until the NPU's part is over; 0: the NPU worker's own thread takes them all" },
-    { "GGML_XDNA_PAIRS",          "1",     "1: two multiplies of one input with weights of the same shape (K and V, gate and up), next to each other in the graph, are split and computed as one; 0: one at a time" },
     { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never (then GGML_XDNA_NPU_HOST_CORE applies)" },
     { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0): 1 leaves that thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
@@ -169,9 +166,6 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.string("GGML_XDNA_NPU_KERNELS", c.npu_kernels);
     r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
-    r.boolean("GGML_XDNA_NPU_CPU_CONVERT", c.npu_cpu_convert);
-    r.boolean("GGML_XDNA_NPU_HELP", c.npu_help);
-    r.boolean("GGML_XDNA_PAIRS", c.pairs);
     r.auto_boolean("GGML_XDNA_NPU_TEAM_DRIVES", c.npu_team_drives);
     r.auto_boolean("GGML_XDNA_NPU_HOST_CORE", c.npu_host_core);
     r.string("GGML_XDNA_GPU", c.gpu);

@@ -45,9 +45,6 @@ struct config {
     std::string npu_kernels;         // GGML_XDNA_NPU_KERNELS: kernel manifest (empty: the built-in set)
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
     int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
-    bool   npu_cpu_convert = true;   // GGML_XDNA_NPU_CPU_CONVERT: the CPU worker's threads convert the NPU's activations
-    bool   npu_help        = true;   // GGML_XDNA_NPU_HELP: the CPU worker's thread, its rows done, takes NPU results too
-    bool   pairs           = true;   // GGML_XDNA_PAIRS: two multiplies of one input computed as one (multiply::twin)
     int    npu_team_drives = -1;     // GGML_XDNA_NPU_TEAM_DRIVES: the CPU worker's team drives the NPU (-1 auto, 0, 1)
     int    npu_host_core  = -1;      // GGML_XDNA_NPU_HOST_CORE: leave the NPU's host thread a core (-1 auto, 0, 1)
 
