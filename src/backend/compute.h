@@ -36,7 +36,7 @@ class compute_engine {
         double  team_seconds = 0.0;             // the team's time on those results (out of the CPU's own)
     };
     void account(worker_kind kind, int64_t rows, const work_result & r);
-    void participants(multiply & m, bool auto_split, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
+    void participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
     work_result cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                          const std::vector<row_range> & rows, const cpu_worker::driving * drive);
     worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;

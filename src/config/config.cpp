@@ -28,8 +28,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
     { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
-    { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never (then GGML_XDNA_NPU_HOST_CORE applies)" },
-    { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0): 1 leaves that thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
+    { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
     { nullptr, nullptr, nullptr },
@@ -167,7 +166,6 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
     r.auto_boolean("GGML_XDNA_NPU_TEAM_DRIVES", c.npu_team_drives);
-    r.auto_boolean("GGML_XDNA_NPU_HOST_CORE", c.npu_host_core);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
     return c;

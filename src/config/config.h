@@ -46,7 +46,6 @@ struct config {
     int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
     int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
     int    npu_team_drives = -1;     // GGML_XDNA_NPU_TEAM_DRIVES: the CPU worker's team drives the NPU (-1 auto, 0, 1)
-    int    npu_host_core  = -1;      // GGML_XDNA_NPU_HOST_CORE: leave the NPU's host thread a core (-1 auto, 0, 1)
 
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice

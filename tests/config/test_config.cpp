@@ -61,10 +61,6 @@ TEST(config, valid_values) {
     EXPECT_EQ(c.npu_cache_mb, 5120u);
     EXPECT_LT(parse({ { "GGML_XDNA_NPU_SHARE", "AUTO" } }).npu_share, 0.0);
     EXPECT_DOUBLE_EQ(parse({ { "GGML_XDNA_NPU_DECODE", "0.25" } }).npu_decode, 0.25);
-    EXPECT_EQ(parse({}).npu_host_core, -1);   // auto
-    EXPECT_EQ(parse({ { "GGML_XDNA_NPU_HOST_CORE", "1" } }).npu_host_core, 1);
-    EXPECT_EQ(parse({ { "GGML_XDNA_NPU_HOST_CORE", "off" } }).npu_host_core, 0);
-    EXPECT_EQ(parse({ { "GGML_XDNA_NPU_HOST_CORE", "Auto" } }).npu_host_core, -1);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "emulator" } }).npu, npu_mode::emulator);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "Emulator" } }).npu, npu_mode::emulator);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "off" } }).npu, npu_mode::off);
@@ -77,7 +73,7 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         { "GGML_XDNA_DISABLE", "maybe" },   { "GGML_XDNA_MIN_BATCH", "32x" },  { "GGML_XDNA_MIN_BATCH", "" },
         { "GGML_XDNA_NPU_SHARE", "1.5" },   { "GGML_XDNA_NPU_SHARE", "-0.1" }, { "GGML_XDNA_NPU_SHARE", "nan" },
         { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },
-        { "GGML_XDNA_MIN_BATCH", "99999999999999999999" }, { "GGML_XDNA_NPU_HOST_CORE", "2" },
+        { "GGML_XDNA_MIN_BATCH", "99999999999999999999" },
         { "GGML_XDNA_NPU", "emu" },         { "GGML_XDNA_NPU", "1" },
     };
     const config def = parse({});
@@ -96,7 +92,6 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         EXPECT_EQ(c.npu_share, def.npu_share);
         EXPECT_EQ(c.npu_cache_mb, def.npu_cache_mb);
         EXPECT_EQ(c.npu_decode, def.npu_decode);
-        EXPECT_EQ(c.npu_host_core, def.npu_host_core);
         EXPECT_EQ(c.npu, def.npu);
     }
 }

@@ -27,10 +27,9 @@ struct cpu_worker::impl {
     ggml_backend_set_n_threads_t  set_threads = nullptr;
     ggml_context *                ctx         = nullptr;   // views and the one-node graph, reset per call
     int                           n_threads   = 0;
-    int                           n_active    = 0;     // threads the backend computes with now
     int                           n_cores     = 0;     // cores this process may run on
     int                           last_team   = 0;     // threads its last graph ran with
-    float                         scratch_in[16] = {}, scratch_out[16] = {};   // tensors of regroup's and run_on_threads' graphs
+    float                         scratch_in[16] = {}, scratch_out[16] = {};   // anchors of the custom ops' nodes
 
     // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
     // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
@@ -43,7 +42,7 @@ struct cpu_worker::impl {
     void count_cores();
     // every graph the worker computes: its team's size noted first (cores_to_spare)
     ggml_status compute(ggml_cgraph * g) {
-        last_team = n_active;
+        last_team = n_threads;
         return ggml_backend_graph_compute(backend, g);
     }
 };
@@ -100,7 +99,6 @@ cpu_worker::~cpu_worker() {
 void cpu_worker::set_n_threads(int n_threads) {
     if (n_threads == p->n_threads || n_threads <= 0) return;          // llama.cpp calls this every ubatch
     p->n_threads = n_threads;
-    p->n_active  = n_threads;
     if (p->set_threads) p->set_threads(p->backend, n_threads);
     if (!p->openmp && p->pool_new && p->pool_free && p->set_pool) {
         ggml_threadpool_params tp = ggml_threadpool_params_default(n_threads);
@@ -128,53 +126,11 @@ int cpu_worker::cores_to_spare() {
     return p->last_team > 0 ? std::max(0, p->n_cores - p->last_team) : 0;
 }
 
-int cpu_worker::threads_beside_npu(int policy, int threads, int cores) {
-    // auto: from 4 cores; with 2, one core given up costs the CPU half its speed, more than the stalls (measured)
-    const bool worth_it = policy > 0 || (policy < 0 && cores >= 4);
-    return worth_it && threads >= cores && threads > 1 ? threads - 1 : threads;
-}
-
 bool cpu_worker::team_drives() {
     const int policy = get_config().npu_team_drives;
     if (policy == 0 || p->n_threads < 2) return false;
     p->count_cores();
     return policy > 0 || (p->n_cores >= 4 && p->n_threads >= p->n_cores);
-}
-
-bool cpu_worker::npu_costs_a_thread() {
-    if (!p->openmp || !p->set_threads) return false;   // a team's size is fixed without OpenMP
-    if (team_drives()) return false;                   // no thread of the NPU's own computes beside the team
-    p->count_cores();
-    return threads_beside_npu(get_config().npu_host_core, p->n_threads, p->n_cores) < p->n_threads;
-}
-
-bool cpu_worker::npu_costs_a_thread_by_default() {
-    return get_config().npu_host_core < 0 && npu_costs_a_thread();
-}
-
-void cpu_worker::leave_a_core(bool yes) {
-    const int want = yes && npu_costs_a_thread() ? p->n_threads - 1 : p->n_threads;
-    if (want == p->n_active) return;
-    p->n_active = want;
-    p->set_threads(p->backend, want);
-}
-
-double cpu_worker::regroup() {
-    leave_a_core(false);
-    if (p->last_team == 0 || p->last_team == p->n_threads) return 0.0;
-    const double t0 = now_seconds();
-    ggml_reset(p->ctx);
-    // a copy is split over every thread (a graph's team is as large as its widest node asks)
-    ggml_tensor * in  = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
-    ggml_tensor * out = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
-    in->data  = p->scratch_in;
-    out->data = p->scratch_out;
-    ggml_tensor * cpy = ggml_cpy(p->ctx, in, out);
-    cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
-    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
-    ggml_graph_add_node(g, cpy);
-    p->compute(g);
-    return now_seconds() - t0;
 }
 
 void cpu_worker::set_abort_callback(ggml_abort_callback cb, void * data) {
@@ -226,7 +182,7 @@ work_result cpu_worker::compute(const multiply & m, row_range rows, const drivin
     // of whole row groups (8 rows of a repacked weight), so 19 groups on 16 threads take as long as 32.
     const ggml_tensor * x = m.node->src[1];
     const bool by_tokens = !m.is_id() && x->ne[2] == 1 && x->ne[3] == 1;
-    const int64_t unit = by_tokens ? 16 : align * std::max(1, p->n_active);
+    const int64_t unit = by_tokens ? 16 : align * std::max(1, p->n_threads);
     const int64_t span = by_tokens ? x->ne[1] : rows.size(), units = (span + unit - 1) / unit;
     const int64_t slices = drive && drive->w ? std::clamp<int64_t>(drive->slices, 1, std::min<int64_t>(
                                units, (max_nodes + 2) / (m.nodes() + 2))) : 1;
