@@ -26,11 +26,15 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_WARM",       "1",     "0 turns off the load-time warm-up (kernels loaded, weights converted in the background)" },
     { "GGML_XDNA_NPU_DECODE",     "0",     "experimental token generation on the NPU: 1 for all rows, or a fraction shared with the CPU" },
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
-    { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
-    { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
-    { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
+    { nullptr, nullptr, nullptr },
+};
+
+const config_var test_vars[] = {
+    { "XDNA_TEST_TEAM_DRIVES",    "auto",  "1: the CPU worker's team drives the NPU between slices of its rows wherever it has 2 threads or more; 0: never (the NPU worker's own thread drives it); auto: where the CPU worker's threads take every core of 4 or more" },
+    { "XDNA_TEST_MOE_MIN_TOKENS", "16",    "mixture of experts: experts with fewer routed tokens than this stay on the CPU (1: every expert on the NPU)" },
+    { "XDNA_TEST_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { nullptr, nullptr, nullptr },
 };
 
@@ -163,11 +167,11 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.boolean("GGML_XDNA_NPU_WARM", c.npu_warm);
     r.decode("GGML_XDNA_NPU_DECODE", c.npu_decode);
     r.string("GGML_XDNA_NPU_KERNELS", c.npu_kernels);
-    r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
-    r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
-    r.auto_boolean("GGML_XDNA_NPU_TEAM_DRIVES", c.npu_team_drives);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
+    r.auto_boolean("XDNA_TEST_TEAM_DRIVES", c.npu_team_drives);
+    r.integer("XDNA_TEST_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
+    r.integer("XDNA_TEST_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     return c;
 }
 

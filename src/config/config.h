@@ -1,5 +1,5 @@
-// The plugin's configuration: every GGML_XDNA_* variable, read in one place (config.cpp), with its default.
-// docs/configuration.md is checked against config_vars by a test.
+// The plugin's configuration: every GGML_XDNA_* variable and the tests' XDNA_TEST_* knobs, read in one place
+// (config.cpp), with their defaults. docs/configuration.md is checked against config_vars and test_vars by a test.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +26,9 @@ struct config_var {
 
 // The table, in documentation order; terminated by { nullptr, ... }.
 extern const config_var config_vars[];
+// The tests' knobs (XDNA_TEST_*, outside the users' GGML_XDNA_* names): what the defaults decide for themselves,
+// forced where a test needs a condition this machine would not give it. Read by the same parser; documented apart.
+extern const config_var test_vars[];
 
 struct config {
     bool   disable        = false;   // GGML_XDNA_DISABLE: no device at all
@@ -43,13 +46,15 @@ struct config {
     bool   npu_warm       = true;    // GGML_XDNA_NPU_WARM: convert weights in the background at load
     double npu_decode     = 0.0;     // GGML_XDNA_NPU_DECODE: experimental NPU token generation share (0 = off)
     std::string npu_kernels;         // GGML_XDNA_NPU_KERNELS: kernel manifest (empty: the built-in set)
-    int    npu_timeout_ms = 5000;    // GGML_XDNA_NPU_TIMEOUT_MS: wait limit for one NPU run
-    int    npu_moe_min_tokens = 16;  // GGML_XDNA_NPU_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
-    int    npu_team_drives = -1;     // GGML_XDNA_NPU_TEAM_DRIVES: the CPU worker's team drives the NPU (-1 auto, 0, 1)
 
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice
     size_t gpu_cache_mb   = 2048;    // GGML_XDNA_GPU_CACHE_MB: resident weight budget on the GPU
+
+    // Tests only (test_vars)
+    int    npu_timeout_ms = 5000;    // XDNA_TEST_NPU_TIMEOUT_MS: wait limit for one NPU run
+    int    npu_moe_min_tokens = 16;  // XDNA_TEST_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
+    int    npu_team_drives = -1;     // XDNA_TEST_TEAM_DRIVES: the CPU worker's team drives the NPU (-1 auto, 0, 1)
 };
 
 // Reads the configuration from `get` (the environment by default). Each malformed or unknown value adds one line to

@@ -36,6 +36,7 @@ TEST(config, defaults_match_the_table) {
     // every documented default parses to the same configuration
     std::map<std::string, std::string> env;
     for (const config_var * v = config_vars; v->name; ++v) env[v->name] = v->default_value;
+    for (const config_var * v = test_vars; v->name; ++v) env[v->name] = v->default_value;
     const config d = parse(env, &w);
     EXPECT_TRUE(w.empty()) << w.front();
     EXPECT_EQ(d.min_batch, c.min_batch);
@@ -43,6 +44,9 @@ TEST(config, defaults_match_the_table) {
     EXPECT_EQ(d.npu_cache_mb, c.npu_cache_mb);
     EXPECT_EQ(d.npu_warm, c.npu_warm);
     EXPECT_EQ(d.npu, c.npu);
+    EXPECT_EQ(d.npu_team_drives, c.npu_team_drives);
+    EXPECT_EQ(d.npu_moe_min_tokens, c.npu_moe_min_tokens);
+    EXPECT_EQ(d.npu_timeout_ms, c.npu_timeout_ms);
 }
 
 TEST(config, valid_values) {
@@ -68,12 +72,39 @@ TEST(config, valid_values) {
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "AUTO" } }).npu, npu_mode::automatic);
 }
 
+// The tests' knobs force what the defaults decide for themselves.
+TEST(config, test_knobs) {
+    const config def = parse({});
+    EXPECT_EQ(def.npu_team_drives, -1);   // auto
+    EXPECT_EQ(def.npu_moe_min_tokens, 16);
+    EXPECT_EQ(def.npu_timeout_ms, 5000);
+    std::vector<std::string> w;
+    const config c = parse({ { "XDNA_TEST_TEAM_DRIVES", "0" }, { "XDNA_TEST_MOE_MIN_TOKENS", "1" },
+                             { "XDNA_TEST_NPU_TIMEOUT_MS", "500" } }, &w);
+    EXPECT_TRUE(w.empty());
+    EXPECT_EQ(c.npu_team_drives, 0);
+    EXPECT_EQ(c.npu_moe_min_tokens, 1);
+    EXPECT_EQ(c.npu_timeout_ms, 500);
+    EXPECT_EQ(parse({ { "XDNA_TEST_TEAM_DRIVES", "on" } }).npu_team_drives, 1);
+    // their names outside the users' namespace: never warned about as unknown
+    EXPECT_TRUE(unknown_vars({ "XDNA_TEST_TEAM_DRIVES", "XDNA_TEST_MOE_MIN_TOKENS", "XDNA_TEST_NPU_TIMEOUT_MS" }).empty());
+    // the users' names they had before are gone: each named, and ignored
+    const auto u = unknown_vars({ "GGML_XDNA_NPU_TEAM_DRIVES", "GGML_XDNA_NPU_MOE_MIN_TOKENS", "GGML_XDNA_NPU_TIMEOUT_MS" });
+    EXPECT_EQ(u.size(), 3u);
+    const config old = parse({ { "GGML_XDNA_NPU_TEAM_DRIVES", "0" }, { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "1" },
+                               { "GGML_XDNA_NPU_TIMEOUT_MS", "500" } });
+    EXPECT_EQ(old.npu_team_drives, def.npu_team_drives);
+    EXPECT_EQ(old.npu_moe_min_tokens, def.npu_moe_min_tokens);
+    EXPECT_EQ(old.npu_timeout_ms, def.npu_timeout_ms);
+}
+
 TEST(config, malformed_values_warn_and_keep_the_default) {
     const std::vector<std::pair<std::string, std::string>> bad = {
         { "GGML_XDNA_DISABLE", "maybe" },   { "GGML_XDNA_MIN_BATCH", "32x" },  { "GGML_XDNA_MIN_BATCH", "" },
         { "GGML_XDNA_NPU_SHARE", "1.5" },   { "GGML_XDNA_NPU_SHARE", "-0.1" }, { "GGML_XDNA_NPU_SHARE", "nan" },
         { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },
-        { "GGML_XDNA_MIN_BATCH", "99999999999999999999" },
+        { "GGML_XDNA_MIN_BATCH", "99999999999999999999" }, { "XDNA_TEST_TEAM_DRIVES", "2" },
+        { "XDNA_TEST_MOE_MIN_TOKENS", "0" },
         { "GGML_XDNA_NPU", "emu" },         { "GGML_XDNA_NPU", "1" },
     };
     const config def = parse({});
@@ -93,6 +124,8 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         EXPECT_EQ(c.npu_cache_mb, def.npu_cache_mb);
         EXPECT_EQ(c.npu_decode, def.npu_decode);
         EXPECT_EQ(c.npu, def.npu);
+        EXPECT_EQ(c.npu_team_drives, def.npu_team_drives);
+        EXPECT_EQ(c.npu_moe_min_tokens, def.npu_moe_min_tokens);
     }
 }
 
