@@ -30,7 +30,7 @@ pp512() {   # pp512 <env...> -- <llama-bench args...>: the mean tokens/s of the 
 stock=() plugin=()
 for p in $(seq "$passes"); do
     s=$(pp512 GGML_XDNA_DISABLE=1 -- "$@")
-    q=$(pp512 GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU=none -- "$@")
+    q=$(pp512 GGML_XDNA_NPU=off GGML_XDNA_GPU=none -- "$@")
     stock+=("$s") plugin+=("$q")
     printf 'pass %d: stock CPU %8.1f t/s | plugin, CPU worker only %8.1f t/s | ratio %.3f\n' "$p" "$s" "$q" \
         "$(python3 -c "print($q / $s)")"

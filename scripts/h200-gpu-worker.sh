@@ -145,7 +145,7 @@ bench() {
     local line=${avg:+$avg,$sd}
     echo "$mt,$label,${line:-failed (exit $rc)}" >>"$bench_csv"
 }
-plugin_env=(GGML_BACKEND_PATH="$plugin" GGML_XDNA_GPU="$gpu" GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU_CACHE_MB=16384)
+plugin_env=(GGML_BACKEND_PATH="$plugin" GGML_XDNA_GPU="$gpu" GGML_XDNA_NPU=off GGML_XDNA_GPU_CACHE_MB=16384)
 stock_env=(GGML_XDNA_DISABLE=1)
 for mt in Q8_0 Q4_0; do
     model=$([[ $mt == Q8_0 ]] && echo "$m_q8" || echo "$m_q4")
@@ -169,7 +169,7 @@ for mt in Q8_0 Q4_0; do
 done
 if [[ ${BENCH_EXTRA:-1} == 1 && -f "$m_q8" ]]; then
     # the default budget (2048 MiB) is smaller than the Q8_0 model's 3 GB of claimed weights: copies every time
-    bench plugin-default-budget Q8_0 "$m_q8" GGML_BACKEND_PATH="$plugin" GGML_XDNA_GPU="$gpu" GGML_XDNA_NPU_DISABLE=1 -- -ngl 0
+    bench plugin-default-budget Q8_0 "$m_q8" GGML_BACKEND_PATH="$plugin" GGML_XDNA_GPU="$gpu" GGML_XDNA_NPU=off -- -ngl 0
     threads=$(( $(nproc) - 1 ))
     bench "plugin-t$threads" Q8_0 "$m_q8" "${plugin_env[@]}" -- -ngl 0 -t "$threads"
     bench "plugin-t$threads" Q4_0 "$m_q4" "${plugin_env[@]}" -- -ngl 0 -t "$threads"

@@ -13,9 +13,8 @@
 namespace xdna {
 
 compute_engine::compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                               std::vector<worker *> others, bool cpu_convert, bool help)
-    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)),
-      cpu_convert(cpu_convert), help(help) {}
+                               std::vector<worker *> others)
+    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)) {}
 
 void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
     totals & t = sums[(int) kind];
@@ -48,10 +47,6 @@ std::string compute_engine::summary() const {
                      (long long) t.driven, (long long) t.team_results, t.team_seconds);
             out += buf;
         }
-        if (k == worker_kind::cpu && cpu.tiled_runs() > 0) {
-            snprintf(buf, sizeof(buf), " (in tiles in %lld runs)", (long long) cpu.tiled_runs());
-            out += buf;
-        }
         if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
     }
     // the multiplies' own time tells the split's quality apart from the rest of a prompt (attention, norms), which
@@ -65,16 +60,8 @@ std::string compute_engine::summary() const {
 
 // Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
 // the CPU worker (the planner decides who gets rows: next to the GPU, the NPU only joins large multiplies).
-void compute_engine::participants(multiply & m, bool auto_split, std::vector<worker *> & ws,
-                                  std::vector<plan_worker> & pw) const {
-    // Where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0) and the CPU worker's threads take
-    // every core, the NPU's rows cost its team a thread (that thread needs a core) and that team's restart: at -t 16
-    // of 16 cores auto was 0.94-0.95 of the CPU alone where the NPU pays little or nothing (emulated at 1,441 and 350
-    // GFLOP/s), so the auto split keeps the NPU out there unless GGML_XDNA_NPU_HOST_CORE=1 or a fixed share lets it
-    // in. By default the team drives the NPU there instead, and the NPU costs it no thread.
-    const bool npu_out = auto_split && cpu.npu_costs_a_thread_by_default();
+void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const {
     for (worker * w : others) {
-        if (npu_out && w->kind() == worker_kind::npu) continue;
         if (!w->accepts(m) || !w->describe(m)) continue;
         ws.push_back(w);
         const bool npu = w->kind() == worker_kind::npu;
@@ -95,11 +82,9 @@ static int64_t npu_rows_of(const std::vector<worker *> & ws, const std::vector<r
 }
 
 // The CPU's part, on this thread while the device workers run: its own rows, then, of a MUL_MAT_ID, the rows of the
-// NPU's range for the experts the planner gave the CPU whole. A team cut short for the NPU's host thread stays so
-// while it is lent to the device workers; regroup() makes it whole.
+// NPU's range for the experts the planner gave the CPU whole.
 work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                                      const std::vector<row_range> & rows, const cpu_worker::driving * drive) {
-    cpu.leave_a_core(npu_rows_of(ws, rows) > 0);
     work_result r;
     {
         trace::scope ts("cpu rows", own.size());
@@ -139,11 +124,11 @@ static int engine_slices(const multiply & m, int64_t npu_rows) {
 }
 
 // A driven worker's end, once the CPU's rows are done: the calling thread finishes it (waiting for the device) and the
-// rest of the team takes parts of each result (help()), unless lending is off or the CPU failed.
+// rest of the team takes parts of each result (help()), unless the CPU failed.
 work_result compute_engine::finish_driven(worker * w, bool cpu_ok) {
     work_result r;
     bool ended = false;   // end() exactly once: the team's graph may report a failure (an abort) after running it
-    if (cpu_ok && help) {
+    if (cpu_ok) {
         cpu.run_on_threads([&r, &ended, w](int ith, int) {
             if (ith != 0) return w->help();
             r = w->end();
@@ -194,7 +179,7 @@ void compute_engine::prepare_npu_ahead(const multiply & m, const std::vector<wor
 // - a device worker's one-time work (the NPU converting a weight it meets for the first time), where there are
 //   several threads: one thread alone does it better beside the CPU's rows. `once_on_cpu` is set where they did.
 void compute_engine::lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, bool & once_on_cpu) {
-    if (cpu_convert && (cpu_idle || drives || cpu.threads() > 1)) {
+    if (cpu_idle || drives || cpu.threads() > 1) {
         m.convert_bf16 = [this, &m](const std::vector<bf16_block> & b, const std::function<void(int, int)> & then) {
             return cpu.convert_bf16(m.node->src[1], b, then);
         };
@@ -217,7 +202,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
 
     std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
-    participants(m, planner.options().npu_share < 0.0, ws, pw);
+    participants(m, ws, pw);
     plan_reason why = plan_reason::no_npu;
     const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
     const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);
@@ -258,7 +243,6 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     if (!cpu_res.ok()) {
         // still collect the device workers before giving up, so none is left writing into the result
         for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty() && ws[i] != driven) ws[i]->end();
-        cpu.leave_a_core(false);
         XDNA_LOG_ERROR("CPU worker failed on %s: %s", m.key.str().c_str(), cpu_res.why().c_str());
         return cpu_res.status;
     }
@@ -269,7 +253,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     // and one more would take that thread's core (-t 16 of 16 cores, the NPU on every row, emulated at 3,140 GFLOP/s:
     // 678 and 800 prompt tokens/s with this thread lent, 1,117 and 1,097 without; at share 0.75, where the team was
     // one thread short, lent is the faster).
-    const bool lend = help && cpu.cores_to_spare() > 0;
+    const bool lend = cpu.cores_to_spare() > 0;
     for (size_t i = 0; lend && i < n_dev; ++i) {
         if (rows[i].empty() || !ws[i]->shares_host_work() || ws[i] == driven) continue;
         worker * w = ws[i];
@@ -291,13 +275,7 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
         const work_result redo = cpu.compute(m, rows[i]);
         if (!redo.ok()) return redo.status;
     }
-    // A CPU team cut short for the NPU's host thread is made whole again now, and what that costs is learned as part
-    // of the price of the NPU's rows: at -t 16 of 16 cores it cost llama.cpp's next op the start of a thread, which
-    // nobody measured (the CPU worker one thread short on every multiply: 808 prompt tokens/s against 1,026), and auto
-    // then gave the NPU rows that saved less than that.
-    const double regroup_s = cpu.regroup();
     const int64_t npu = npu_rows_of(ws, rows);
-    if (npu > 0 && !rows[n_dev].empty()) planner.report_regroup(m.key, regroup_s);
     // The CPU's time is learned unless a device worker converted a weight beside it: that one-time burst takes a core
     // the CPU's threads then wait for (-t 16 of 16 cores, the first prompt: 768 rows in 20 ms instead of 0.9), and the
     // first measurements of a shape would seed every other shape with it.

@@ -15,7 +15,7 @@ class compute_engine {
     // `others`: the device workers (NPU, GPU) shared by the process; they may be empty. Multiplies with fewer than
     // `min_batch` tokens (claimed only for the experimental NPU decode) are split by `decode_planner`.
     compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                   std::vector<worker *> others, bool cpu_convert = true, bool help = true);
+                   std::vector<worker *> others);
 
     // `twin`: a second MUL_MAT computed with `node` as one multiply (multiply_pair(node, twin) must hold, and pairs())
     ggml_status compute(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
@@ -36,7 +36,7 @@ class compute_engine {
         double  team_seconds = 0.0;             // the team's time on those results (out of the CPU's own)
     };
     void account(worker_kind kind, int64_t rows, const work_result & r);
-    void participants(multiply & m, bool auto_split, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
+    void participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
     work_result cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                          const std::vector<row_range> & rows, const cpu_worker::driving * drive);
     worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;
@@ -53,8 +53,6 @@ class compute_engine {
     int                   min_batch;
     cpu_worker &          cpu;
     std::vector<worker *> others;
-    bool                  cpu_convert;   // GGML_XDNA_NPU_CPU_CONVERT: offer the CPU worker's threads to convert
-    bool                  help;          // GGML_XDNA_NPU_HELP: lend this thread to the device workers once idle
 };
 
 }  // namespace xdna

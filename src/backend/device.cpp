@@ -17,7 +17,6 @@ namespace {
 planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
     o.npu_share = npu_share;
-    o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
     o.moe_min_tokens = c.npu_moe_min_tokens;
     return o;
 }
@@ -25,9 +24,7 @@ planner_options planner_options_from(double npu_share, const config & c) {
 }  // namespace
 
 npu_choice choose_npu(const config & c, bool with_xrt) {
-    if (c.npu_disable || c.npu == npu_mode::off) {
-        return { false, c.npu_disable ? "off (GGML_XDNA_NPU_DISABLE=1)" : "off (GGML_XDNA_NPU=off)" };
-    }
+    if (c.npu == npu_mode::off) return { false, "off (GGML_XDNA_NPU=off)" };
     if (c.npu == npu_mode::emulator) {
         if (with_xrt) {
             return { false, "GGML_XDNA_NPU=emulator, but this plugin was built against XRT, without the software XDNA1 "
@@ -62,7 +59,7 @@ device_state::device_state()
     // The CPU worker alone runs the CPU backend's own kernels plus the cost of splitting the graph: slower than
     // stock, never faster. So without an NPU or GPU worker there is no device at all and llama.cpp runs exactly as
     // without the plugin, unless the NPU was switched off on purpose (to measure or test the CPU and GPU workers).
-    offered = !device_workers.empty() || cfg.npu_disable || cfg.npu == npu_mode::off;
+    offered = !device_workers.empty() || cfg.npu == npu_mode::off;
 }
 
 device_state::~device_state() {

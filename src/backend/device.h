@@ -21,8 +21,8 @@ namespace xdna {
 class npu_worker;
 namespace npu { class npu_warmup; }
 
-// Whether to open an NPU: GGML_XDNA_NPU (and GGML_XDNA_NPU_DISABLE) against how the plugin was built. The emulator
-// only when asked for: a plugin with no NPU to drive runs without an NPU worker.
+// Whether to open an NPU: GGML_XDNA_NPU against how the plugin was built. The emulator only when asked for: a plugin
+// with no NPU to drive runs without an NPU worker.
 struct npu_choice {
     bool        open = false;
     std::string why;   // when not: why, for the load line

@@ -122,7 +122,7 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     xdna_state().prompt_arrived(ctx->cpu->threads());
     next_graph();
-    const bool pairs = get_config().pairs && ctx->engine->pairs();
+    const bool pairs = ctx->engine->pairs();
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
         if (!ggml_backend_xdna_computes(node)) continue;
@@ -232,7 +232,7 @@ static ggml_backend_t ggml_backend_xdna_device_init_backend(ggml_backend_dev_t d
     auto * ctx   = new ggml_backend_xdna_context;
     ctx->cpu     = std::move(cpu);
     ctx->engine  = std::make_unique<compute_engine>(st.planner, st.decode_planner, st.cfg.min_batch, *ctx->cpu,
-                                                    st.device_workers, st.cfg.npu_cpu_convert, st.cfg.npu_help);
+                                                    st.device_workers);
     auto * backend    = new ggml_backend{};
     backend->guid     = ggml_backend_xdna_guid();
     backend->iface    = ggml_backend_xdna_i;

@@ -16,8 +16,6 @@ const config_var config_vars[] = {
     { "GGML_XDNA_DISABLE",        "0",     "1 hides the backend entirely: no device, the NPU is not opened" },
     { "GGML_XDNA_MIN_BATCH",      "32",    "smallest token count the backend claims; a huge value (1000000) makes it claim nothing" },
     { "GGML_XDNA_DEBUG",          "0",     "1 logs each routing decision once per matrix shape, and the per-worker summary" },
-    { "GGML_XDNA_THREADS",        "0",     "threads of the CPU worker; 0 follows llama.cpp's -t" },
-    { "GGML_XDNA_CPU_TILES",      "0",     "1: the CPU worker computes a dense multiply's rows a block of tokens at a time, each thread of its team all of the rows for its block through a one-thread CPU backend of its own; auto: where the CPU has AVX-512 and ggml's MUL_MAT would cut the CPU's rows into chunks narrower than its 16-row kernels; 0 (the default: on a 16-core AVX-512 host they were faster alone but not beside the NPU at -t 16): never" },
     { "GGML_XDNA_REPORT",         "",      "file to append the end-of-run summary to (the multiplies' own time, what each worker did, and what the planner learned per shape), for scripts" },
     { "GGML_XDNA_TRACE",          "",      "file to write a timeline of every multiply to (Chrome trace-event JSON: Perfetto, chrome://tracing)" },
     { "GGML_XDNA_PLANNER_STATE",  "",      "file in which the auto split keeps what it learned between runs (read at the first prompt, written at exit), or auto: one per machine under the cache folder; ignored when written on another machine, build, NPU or kernel set; empty: nothing kept" },
@@ -28,18 +26,15 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_WARM",       "1",     "0 turns off the load-time warm-up (kernels loaded, weights converted in the background)" },
     { "GGML_XDNA_NPU_DECODE",     "0",     "experimental token generation on the NPU: 1 for all rows, or a fraction shared with the CPU" },
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
-    { "GGML_XDNA_NPU_CONTEXTS",   "6",     "hardware contexts the backend may hold at once (out-of-tree amdxdna driver: 6 system-wide)" },
-    { "GGML_XDNA_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
-    { "GGML_XDNA_NPU_DISABLE",    "0",     "1 runs without the NPU worker (CPU and GPU workers only), as GGML_XDNA_NPU=off" },
-    { "GGML_XDNA_NPU_MOE_MIN_TOKENS", "16", "mixture of experts: experts with fewer routed tokens than this stay on the CPU" },
-    { "GGML_XDNA_NPU_CPU_CONVERT", "1",    "1: where the CPU worker has no rows of a multiply, or has several threads, its threads convert the NPU's activations before the NPU starts; 0: the NPU worker's own thread always does" },
-    { "GGML_XDNA_NPU_HELP",       "1",     "1: the CPU worker's team, once its rows are done, takes parts of each NPU block's result until the NPU's part is over; 0: the NPU worker's own thread takes them all" },
-    { "GGML_XDNA_PAIRS",          "1",     "1: two multiplies of one input with weights of the same shape (K and V, gate and up), next to each other in the graph, are split and computed as one; 0: one at a time" },
-    { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never (then GGML_XDNA_NPU_HOST_CORE applies)" },
-    { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0): 1 leaves that thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
-    { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
+    { nullptr, nullptr, nullptr },
+};
+
+const config_var test_vars[] = {
+    { "XDNA_TEST_TEAM_DRIVES",    "auto",  "1: the CPU worker's team drives the NPU between slices of its rows wherever it has 2 threads or more; 0: never (the NPU worker's own thread drives it); auto: where the CPU worker's threads take every core of 4 or more" },
+    { "XDNA_TEST_MOE_MIN_TOKENS", "16",    "mixture of experts: experts with fewer routed tokens than this stay on the CPU (1: every expert on the NPU)" },
+    { "XDNA_TEST_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
     { nullptr, nullptr, nullptr },
 };
 
@@ -162,8 +157,6 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.boolean("GGML_XDNA_DISABLE", c.disable);
     r.integer("GGML_XDNA_MIN_BATCH", c.min_batch, 1, 1LL << 30);
     r.boolean("GGML_XDNA_DEBUG", c.debug);
-    r.integer("GGML_XDNA_THREADS", c.threads, 0, 1024);
-    r.auto_boolean("GGML_XDNA_CPU_TILES", c.cpu_tiles);
     r.string("GGML_XDNA_REPORT", c.report);
     r.string("GGML_XDNA_TRACE", c.trace);
     r.string("GGML_XDNA_PLANNER_STATE", c.planner_state);
@@ -174,18 +167,11 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.boolean("GGML_XDNA_NPU_WARM", c.npu_warm);
     r.decode("GGML_XDNA_NPU_DECODE", c.npu_decode);
     r.string("GGML_XDNA_NPU_KERNELS", c.npu_kernels);
-    r.integer("GGML_XDNA_NPU_CONTEXTS", c.npu_contexts, 1, 64);
-    r.integer("GGML_XDNA_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
-    r.boolean("GGML_XDNA_NPU_DISABLE", c.npu_disable);
-    r.integer("GGML_XDNA_NPU_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
-    r.boolean("GGML_XDNA_NPU_CPU_CONVERT", c.npu_cpu_convert);
-    r.boolean("GGML_XDNA_NPU_HELP", c.npu_help);
-    r.boolean("GGML_XDNA_PAIRS", c.pairs);
-    r.auto_boolean("GGML_XDNA_NPU_TEAM_DRIVES", c.npu_team_drives);
-    r.auto_boolean("GGML_XDNA_NPU_HOST_CORE", c.npu_host_core);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
-    r.real("GGML_XDNA_GPU_NPU_MIN_GFLOP", c.gpu_npu_min_gflop, 0.0, 1e9);
+    r.auto_boolean("XDNA_TEST_TEAM_DRIVES", c.npu_team_drives);
+    r.integer("XDNA_TEST_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
+    r.integer("XDNA_TEST_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
     return c;
 }
 

@@ -57,7 +57,7 @@ double median_of(std::vector<double> v) {
 void split_planner::seed_from_others(const shape_key & key, shape_state & st) const {
     const double flop_row = key.rows > 0 ? key.flops() / (double) key.rows : 0.0;
     if (!(flop_row > 0.0)) return;
-    std::vector<double> along, alone, launch, fixed, whole, regroup;
+    std::vector<double> along, alone, launch, fixed, whole;
     for (const auto & [k, o] : shapes) {
         if (&o == &st || k.rows <= 0) continue;
         const double o_flop_row = k.flops() / (double) k.rows;
@@ -67,7 +67,6 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
             launch.push_back(o.model[NPU].slope() / o.hint.launch_s);
             fixed.push_back(o.npu_fixed.slope() / o.hint.fixed_s);
         }
-        if (o.cpu_regroup.samples() >= 1) regroup.push_back(o.cpu_regroup.slope());   // the machine's, not the shape's
         const double o_model = npu_time(o, k.rows);
         if (o.npu_whole.samples() >= 2 && o_model > 0.0) whole.push_back(o.npu_whole.slope() / o_model);
     }
@@ -75,7 +74,6 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
     if (!along.empty() && st.model[CPU].samples() == 0) st.model[CPU].set_prior(0.0, median_of(along) * flop_row, false);
     if (!along.empty() && st.cpu_all.samples() == 0) st.cpu_all.set_prior(0.0, median_of(along) * flop_row, false);
     if (!alone.empty() && st.cpu_alone.samples() == 0) st.cpu_alone.set_prior(0.0, median_of(alone) * flop_row, false);
-    if (!regroup.empty() && st.cpu_regroup.samples() == 0) st.cpu_regroup.set_prior(0.0, median_of(regroup), false);
     st.seeded_alone = !alone.empty() && (!along.empty() || st.model[CPU].samples() > 0);
     const bool hinted = st.hint.launch_s > 0.0 && st.hint.fixed_s > 0.0;
     if (!launch.empty() && hinted && st.model[NPU].samples() == 0) {
@@ -169,8 +167,7 @@ double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, con
                                double p_alone) const {
     if (r == n && st.npu_whole.known()) return st.npu_whole.slope();
     if (r == 0) return (double) n * p_alone;
-    const double regroup = r < n && st.cpu_regroup.known() ? st.cpu_regroup.slope() : 0.0;
-    return std::max(npu_time(st, r), p.time(n - r)) + regroup;
+    return std::max(npu_time(st, r), p.time(n - r));
 }
 
 int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, const rest_cost & p,
@@ -658,12 +655,6 @@ int64_t split_planner::npu_rows_of(const shape_key & key) const {
     std::lock_guard<std::mutex> lock(mtx);
     auto it = shapes.find(key);
     return it == shapes.end() ? -1 : it->second.npu_cur;
-}
-
-void split_planner::report_regroup(const shape_key & key, double seconds) {
-    std::lock_guard<std::mutex> lock(mtx);
-    // 0 (nothing was cut) is learned too, as almost nothing: a cost learned at another thread count must not stay
-    shapes[key].cpu_regroup.add(1.0, std::max(seconds, 1e-9));
 }
 
 void split_planner::report_outcome(const shape_key & key, int64_t npu_rows, double seconds) {

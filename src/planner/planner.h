@@ -96,13 +96,8 @@ class split_planner {
     void report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok = true,
                 double fixed_s = -1.0);
 
-    // The CPU worker's team, cut one thread short while the NPU took rows beside it, was made whole again after the
-    // multiply in `seconds` (cpu_worker::regroup; 0 where it was not cut). A split that gives the NPU part of the rows
-    // costs that much more than its workers' times say.
-    void report_regroup(const shape_key & key, double seconds);
-
     // A multiply of `key`, its NPU on `npu_rows` rows, took `seconds` from its plan to its end: every worker, the waits
-    // between them, the CPU's team made whole again (the engine's clock; without one-time work such as a weight's first
+    // between them (the engine's clock; without one-time work such as a weight's first
     // conversion). Auto judges its share by these too, not by its models alone: a share whose multiplies took longer
     // on average than those with the NPU out is kept out for a while (plan_reason::measured_slower), and one whose
     // multiplies took longer than those with the NPU on every row gives the NPU every row for a while
@@ -190,8 +185,6 @@ class split_planner {
         cost_model    npu_whole;
         int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
         int64_t       whole_walls = 0;      // and in this process to time the whole's multiplies (not kept)
-        // What a split with the NPU costs after its workers are done (report_regroup), learned with x = 1
-        cost_model    cpu_regroup;
         // Seeded from the other shapes (seed_from_others) while it is young: the CPU alone, measured once per
         // process, is not measured again for this shape (seeded_alone); seed_done once it has its own measurements.
         bool          seeded_alone = false, seed_done = false;

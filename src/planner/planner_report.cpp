@@ -109,7 +109,6 @@ std::vector<std::string> split_planner::shape_report() const {
             l += " " + name + " " + fmt_seconds(icpt) + " + " + fmt_seconds(m.slope()) +
                  (launches ? "/launch" : "/row") + ",";
         }
-        if (st.cpu_regroup.slope() > 1e-6) l += " regrouping the cpu " + fmt_seconds(st.cpu_regroup.slope()) + ",";
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
         if (st.kept_out.times) l += ", kept out " + std::to_string(st.kept_out.times) + " times as measured slower";
         if (st.whole_won.times) l += ", every row " + std::to_string(st.whole_won.times) + " times as measured faster so";

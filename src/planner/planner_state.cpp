@@ -13,7 +13,7 @@ namespace xdna {
 
 namespace {
 
-constexpr int n_models = 8;   // model[NPU], model[GPU], model[CPU], npu_fixed, cpu_alone, cpu_all, npu_whole, cpu_regroup
+constexpr int n_models = 7;   // model[NPU], model[GPU], model[CPU], npu_fixed, cpu_alone, cpu_all, npu_whole
 
 // the split's text into its fields
 std::vector<std::string> split_fields(const std::string & line) {
@@ -58,7 +58,7 @@ std::string split_planner::save_state() const {
         snprintf(buf, sizeof(buf), " %lld", (long long) st.hint.part_of);
         out += buf;
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
-                                      &st.cpu_all, &st.npu_whole, &st.cpu_regroup }) {
+                                      &st.cpu_all, &st.npu_whole }) {
             out += " | " + m->save();
         }
         lines.push_back(out + "\n");
@@ -98,7 +98,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         head_ok = head_ok && used + more == (int) f[0].size();
         bool models_ok = head_ok;
         cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
-                                      &st.cpu_all, &st.npu_whole, &st.cpu_regroup };
+                                      &st.cpu_all, &st.npu_whole };
         for (int i = 0; models_ok && i < n_models; ++i) models_ok = ms[i]->load(f[1 + i]);
         if (!models_ok) {
             if (why) *why = "line " + std::to_string(no) + " is not a shape this planner wrote";

@@ -1,4 +1,4 @@
-// The NPU driven by the CPU worker's team between slices of its rows (GGML_XDNA_NPU_TEAM_DRIVES, set by CTest with
+// The NPU driven by the CPU worker's team between slices of its rows (XDNA_TEST_TEAM_DRIVES, set by CTest with
 // the share), on the emulated NPU in exact mode, for a multiply, a pair of multiplies of one input and a mixture of
 // experts, each large enough that the NPU has more launches than runs in flight (so that the team takes results and
 // starts launches between its slices):
@@ -28,7 +28,7 @@ uint64_t digest(const std::vector<uint8_t> & bytes) {
 }
 
 bool team_drives() {
-    const char * v = getenv("GGML_XDNA_NPU_TEAM_DRIVES");
+    const char * v = getenv("XDNA_TEST_TEAM_DRIVES");
     return v && std::string(v) == "1";
 }
 

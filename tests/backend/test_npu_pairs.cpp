@@ -4,8 +4,8 @@
 //   activations and sums: pairing changes when the work runs, never what it computes);
 // - the CPU worker's rows are the stock CPU's, bit for bit, and the whole result matches the stock CPU's within
 //   test-backend-ops' tolerance for MUL_MAT (NMSE 5e-4);
-// - the pair really was one multiply (its shape "x2" in the planner's lines of the report), unless GGML_XDNA_PAIRS=0,
-//   and the NPU took its rows of both;
+// - the pair really was one multiply (its shape "x2" in the planner's lines of the report), and the NPU took its rows
+//   of both;
 // - multiply_pair() pairs only what it may.
 #include "repacked_case.h"
 
@@ -18,11 +18,6 @@
 using namespace xdna_test;
 
 namespace {
-
-bool pairs_on() {
-    const char * v = getenv("GGML_XDNA_PAIRS");
-    return !(v && std::string(v) == "0");
-}
 
 // Whether the report's planner lines name the shape of a pair of these multiplies.
 bool report_names_pair(ggml_type type, int64_t k, int64_t m, int64_t n) {
@@ -89,8 +84,7 @@ TEST_P(npu_pairs, a_pair_computes_what_each_multiply_does_alone) {
         EXPECT_TRUE(any_nonzero(got[i]));
     }
     EXPECT_EQ(npu_rows_reported(), 2 * npu) << "rows the NPU computed in the pair (both results)";
-    EXPECT_EQ(report_names_pair(c.type, c.k, c.m, c.n), pairs_on())
-        << "the planner's lines " << (pairs_on() ? "do not name" : "name") << " the pair's shape";
+    EXPECT_TRUE(report_names_pair(c.type, c.k, c.m, c.n)) << "the planner's lines do not name the pair's shape";
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -31,9 +31,9 @@ using namespace xdna_test;
 namespace {
 
 bool npu_on() {
-    const char * d = getenv("GGML_XDNA_NPU_DISABLE");
+    const char * n = getenv("GGML_XDNA_NPU");
     const char * s = getenv("GGML_XDNA_NPU_SHARE");
-    return !(d && atoi(d) == 1) && s && atof(s) > 0.0;
+    return !(n && strcmp(n, "off") == 0) && s && atof(s) > 0.0;
 }
 
 bool w8_on() {

@@ -55,7 +55,7 @@ grep -qE '^\| NPU NMSE per K \| INFO \| K = 1024: NMSE up to [0-9.e+-]+ \(emulat
 # The plugin's timeout shorter than the driver's (in-tree: 60 s): in every process that makes more than the self-test's
 # 20 runs, one run hangs; its rows go to the CPU, nothing aborts, every step passes, the report shows the timeouts.
 # (The benchmark's processes are left out for time: they meet the same worker as the accuracy step's.)
-XDNA_EMU_FAULT=timeout XDNA_EMU_FAULT_AFTER=20 GGML_XDNA_NPU_TIMEOUT_MS=1000 validate --skip smoke,bench ||
+XDNA_EMU_FAULT=timeout XDNA_EMU_FAULT_AFTER=20 XDNA_TEST_NPU_TIMEOUT_MS=1000 validate --skip smoke,bench ||
     fail "a run slower than the plugin's timeout failed the validation"
 for step in "test-backend-ops MUL_MAT" "test-backend-ops MUL_MAT_ID" "accuracy"; do
     grep -qE "^\| $step \| PASS \|" "$report" || fail "step '$step' did not pass with a slow run"

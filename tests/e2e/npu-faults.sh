@@ -39,7 +39,7 @@ check "the clean run reaches the faulty runs below (more than 28 NPU runs)" test
 # self-test's slowest block, computed exactly by the emulator (512 x 1,024 x 512 took 0.37-0.41 s on the 2-CPU VM
 # before its AVX2 tile, over the 300 ms once used here).
 for fault in error timeout nan; do
-    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=26 XDNA_EMU_FAULT_COUNT=2 GGML_XDNA_NPU_TIMEOUT_MS=3000)
+    out=$(perplexity XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=26 XDNA_EMU_FAULT_COUNT=2 XDNA_TEST_NPU_TIMEOUT_MS=3000)
     p=$(final "$out")
     echo "fault '$fault' on runs 27-28: PPL ${p:-none}"
     check "$fault: rows recomputed on the CPU" grep -q "recomputed on the CPU" <<<"$out"
@@ -54,8 +54,8 @@ done
 # computed there), as with no NPU at all.
 cpu_only=$(final "$(perplexity XDNA_EMU_OTHER_CONTEXTS=6)")
 for driver in intree outoftree; do
-    settings=(XDNA_EMU_DRIVER=intree GGML_XDNA_NPU_TIMEOUT_MS=1000)
-    [[ $driver == outoftree ]] && settings=(XDNA_EMU_DRIVER=outoftree XDNA_EMU_TDR_MS=700 GGML_XDNA_NPU_TIMEOUT_MS=500)
+    settings=(XDNA_EMU_DRIVER=intree XDNA_TEST_NPU_TIMEOUT_MS=1000)
+    [[ $driver == outoftree ]] && settings=(XDNA_EMU_DRIVER=outoftree XDNA_EMU_TDR_MS=700 XDNA_TEST_NPU_TIMEOUT_MS=500)
     out=$(perplexity XDNA_EMU_FAULT=timeout XDNA_EMU_FAULT_AFTER=20 XDNA_EMU_FAULT_COUNT=0 "${settings[@]}")
     p=$(final "$out")
     echo "every run hanging, $driver driver: PPL ${p:-none} (the CPU alone: $cpu_only)"
@@ -73,10 +73,10 @@ for driver in intree outoftree; do
     fi
 done
 
-# the CPU worker's team driving the NPU between slices of its rows (GGML_XDNA_NPU_TEAM_DRIVES=1), half the rows on
+# the CPU worker's team driving the NPU between slices of its rows (XDNA_TEST_TEAM_DRIVES=1), half the rows on
 # the NPU: a failed run is redone on the CPU all the same
 for fault in error nan; do
-    out=$(perplexity GGML_XDNA_NPU_TEAM_DRIVES=1 GGML_XDNA_NPU_SHARE=0.5 XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=22 \
+    out=$(perplexity XDNA_TEST_TEAM_DRIVES=1 GGML_XDNA_NPU_SHARE=0.5 XDNA_EMU_FAULT=$fault XDNA_EMU_FAULT_AFTER=22 \
           XDNA_EMU_FAULT_COUNT=2)
     p=$(final "$out")
     echo "team-driven, fault '$fault' on runs 23-24: PPL ${p:-none}"

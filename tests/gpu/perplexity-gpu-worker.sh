@@ -30,7 +30,7 @@ run_once() { : >"$report"; env "$@" "$bin/llama-perplexity" "${args[@]}"; }   # 
 perplexity() { ppl_run $chunks run_once "$@"; }
 stock=$(perplexity GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin")
 # the NPU worker off: this compares the GPU worker alone (next to the CPU) with the stock CPU
-with_gpu=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" GGML_BACKEND_PATH="$plugin")
+with_gpu=$(perplexity GGML_XDNA_DEBUG=1 GGML_XDNA_NPU=off GGML_XDNA_GPU="$XDNA_TEST_GPU" GGML_XDNA_REPORT="$report" GGML_BACKEND_PATH="$plugin")
 summary=$(grep -E '^ggml-xdna: [0-9]+ multiplies' "$report" | tail -1 || true)
 
 ppl() { ppl_values $chunks "$1"; }

@@ -53,7 +53,7 @@ run() {
 
 stock=$(ppl_run $chunks env GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin" "$bin/llama-perplexity" "${args[@]}")
 want=$(ppl_values $chunks "$stock")
-plugin_cmd=(GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU=rpc:127.0.0.1:@PORT@
+plugin_cmd=(GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU=off GGML_XDNA_GPU=rpc:127.0.0.1:@PORT@
             "$bin/llama-perplexity" "${args[@]}")
 stock_cmd=(GGML_XDNA_DISABLE=1 GGML_BACKEND_PATH="$plugin" "$bin/llama-perplexity" "${args[@]:0:${#args[@]}-2}"
            --rpc 127.0.0.1:@PORT@ -ngl 99)   # without -dev none: its layers on the server

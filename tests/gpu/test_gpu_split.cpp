@@ -180,10 +180,10 @@ split_run run_split(mm_tensors & mm, ggml_backend_dev_t gpu_dev) {
 
 }  // namespace
 
-// Below GGML_XDNA_GPU_NPU_MIN_GFLOP (default 4) the NPU stays out of a multiply the GPU takes part in.
+// Below planner_options::gpu_npu_min_gflop (4) the NPU stays out of a multiply the GPU takes part in.
 TEST(gpu_split, a_small_multiply_goes_to_gpu_and_cpu_only) {
     if (!env().gpu_dev) FAIL() << env().error;
-    ASSERT_EQ(get_config().gpu_npu_min_gflop, 4.0) << "the test assumes the default threshold";
+    ASSERT_EQ(planner_options{}.gpu_npu_min_gflop, 4.0) << "the test assumes the default threshold";
     mm_tensors mm({ GGML_TYPE_Q8_0, 512, 512, 32 });   // 0.017 GFLOP
     const split_run s = run_split(mm, env().gpu_dev);
     EXPECT_EQ(s.npu, 0);

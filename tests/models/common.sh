@@ -16,7 +16,7 @@ need_plugin() { [[ "$plugin" != none && -f "$plugin" ]] || skip "the plugin (lib
 stock_env=(env -u GGML_BACKEND_PATH GGML_XDNA_DISABLE=1)
 stock() { "${stock_env[@]}" "$@"; }
 # through the plugin, CPU worker only
-with_plugin() { env GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU_DISABLE=1 GGML_XDNA_GPU=none "$@"; }
+with_plugin() { env GGML_BACKEND_PATH="$plugin" GGML_XDNA_NPU=off GGML_XDNA_GPU=none "$@"; }
 
 # gen NAME TYPE [options]: the model's path (generated once, then from the cache)
 gen() {

@@ -15,7 +15,7 @@ case "$mode" in
 plugin)
     need_plugin
     model="$(gen llama-tiny Q4_0)"
-    "${harness[@]}" --model "$model" --plugin "$plugin" --env GGML_XDNA_NPU_DISABLE=1 --env GGML_XDNA_GPU=none \
+    "${harness[@]}" --model "$model" --plugin "$plugin" --env GGML_XDNA_NPU=off --env GGML_XDNA_GPU=none \
         --max-kld 0.00001 --min-same-top 100 | tee "$work/out.txt" || fail "the harness failed the CPU-worker-only plugin"
     [[ "$(result test_vs_cpu max_dlogp "$work/out.txt")" == 0 ]] || fail "log-probabilities differ from the stock CPU's"
     [[ "$(result test_vs_cpu same_top "$work/out.txt")" == 100.000 ]] || fail "top tokens differ from the stock CPU's"

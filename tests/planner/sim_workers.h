@@ -145,8 +145,6 @@ class simulation {
 
     // multiplier of worker `kind`'s time at call `call` (1-based): forced outliers
     std::function<double(int64_t call, worker_kind kind)> outlier;
-    // after a split in which the NPU took rows beside the CPU: the CPU's team made whole again (report_regroup)
-    double regroup_s = 0.0;
     // every `stall_every`-th multiply in which the NPU takes rows beside the CPU also waits `stall_s` (a thread waiting
     // for a core): a cost of the split that no worker's own time shows, only the multiply's (report_outcome)
     int64_t stall_every = 0;
@@ -186,11 +184,10 @@ class simulation {
             const double fixed = workers[i].reports_fixed ? workers[i].fixed_s * measured / t : -1.0;
             planner.report(key, workers[i].kind, rows, measured, true, fixed);
         }
-        if (split_beside_cpu(r.ranges)) {
-            r.makespan += regroup_s;
-            planner.report_regroup(key, regroup_s * (noise > 0.0 ? u(rng) : 1.0));
-            if (stall_every > 0 && ++splits % stall_every == 0) r.makespan += stall_s;
-        }
+        // a draw per split, as the CPU's regrouping (a cost since removed) took one: the noise every simulation sees,
+        // and the bounds its tests were set against, stay the same (the sweep's worst case moves past them otherwise)
+        if (split_beside_cpu(r.ranges) && noise > 0.0) (void) u(rng);
+        if (split_beside_cpu(r.ranges) && stall_every > 0 && ++splits % stall_every == 0) r.makespan += stall_s;
         if (wall_extra) r.makespan += wall_extra(r.npu_rows);
         if (hiccup_every > 0 && calls % hiccup_every == 0) r.makespan += hiccup_s;
         if (!first_use || !npu_along) planner.report_outcome(key, r.npu_rows, r.makespan * (noise > 0.0 ? u(rng) : 1.0));
@@ -202,7 +199,7 @@ class simulation {
         double m = 0.0;
         const bool npu_along = npu_rows_in(ranges) > 0;
         for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, time_of(i, ranges[i].size(), npu_along));
-        return m + (split_beside_cpu(ranges) ? regroup_s : 0.0) + (wall_extra ? wall_extra(npu_rows_in(ranges)) : 0.0);
+        return m + (wall_extra ? wall_extra(npu_rows_in(ranges)) : 0.0);
     }
 
     // the NPU and the CPU both have rows
@@ -242,12 +239,11 @@ class simulation {
             npu_r = r;
             const int64_t left = n - r;
             if (!w[1]) {
-                best = std::min(best, std::max(t(w[0], r), t(w[2], left)) + (r > 0 && left > 0 ? regroup_s : 0.0));
+                best = std::min(best, std::max(t(w[0], r), t(w[2], left)));
                 continue;
             }
             for (int64_t g = 0; g <= left; g = (g + a_rest > left && g < left) ? left : g + a_rest) {
-                const double regroup = r > 0 && left - g > 0 ? regroup_s : 0.0;
-                best = std::min(best, std::max({ t(w[0], r), t(w[1], g), t(w[2], left - g) }) + regroup);
+                best = std::min(best, std::max({ t(w[0], r), t(w[1], g), t(w[2], left - g) }));
                 if (g == left) break;
             }
         }

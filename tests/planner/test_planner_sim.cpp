@@ -613,26 +613,6 @@ TEST(planner_sim, the_cpu_alone_is_measured_again_as_often_as_it_is_cheap) {
     }
 }
 
-// At -t 16 of 16 cores the CPU worker computes one thread short while the NPU takes rows, and making its team whole
-// again after the multiply costs a thread's start (cpu_worker::regroup): a split that saves less than that loses to
-// the CPU alone. Here the split saves 17% of the CPU alone's time and the regrouping costs 26%; without it, the same
-// workers settle on the split (the contrast shows the setting is one where the cost decides).
-TEST(planner_sim, the_cost_of_regrouping_the_cpu_counts_against_a_split) {
-    for (const double regroup : { 0.0, 4e-3 }) {
-        sim_worker npu = sim_npu(0.25, true, true);
-        npu.reports_fixed = true;
-        simulation sim(auto_opts(), { npu, sim_cpu() }, 3072, 0.05);
-        sim.regroup_s = regroup;
-        const double opt = sim.optimum();
-        const int64_t c = calls_to_converge(sim, opt, 0.03, 300);
-        printf("[figures] regrouping %.1f ms: within 3%% of the optimum from call %lld, NPU %lld of 3072 rows\n",
-               regroup * 1e3, (long long) c, (long long) sim.planner.npu_rows_of(sim.key));
-        EXPECT_GE(c, 1) << "never within 3% of the optimum, regrouping " << regroup;
-        if (regroup > 0.0) EXPECT_EQ(sim.planner.npu_rows_of(sim.key), 0);
-        else EXPECT_GT(sim.planner.npu_rows_of(sim.key), 0);
-    }
-}
-
 // 3,072 rows planned by auto for an NPU `npu_speed` times the CPU that reports its fixed part, and the CPU, with every
 // `every`-th split multiply waiting `stall_s` more than its workers' times (what only report_outcome sees)
 static simulation stalled_split(double npu_speed, int every, double stall_s) {

@@ -294,7 +294,7 @@ struct workers_pair {
 };
 
 // The CPU worker's threads convert a dense multiply's activations into the NPU's buffer before the NPU starts
-// (GGML_XDNA_NPU_CPU_CONVERT): the NPU must then read the same bf16 values as when its own thread converts them, so
+// (compute_engine::lend_cpu_threads): the NPU must then read the same bf16 values as when its own thread converts them, so
 // the results agree bit for bit; where K is not a whole number of the kernel's K blocks the worker converts them
 // itself (the offer is not taken). They convert only the first K block of each token block (the worker converts the
 // others while the first launch is dispatched), so the offer holds one block per token block, at column 0; the arena
@@ -495,7 +495,7 @@ TEST(npu_engine, a_weight_the_auto_split_kept_from_the_npu_is_converted_for_it_u
     }
 }
 
-// Threads lent to the NPU worker (help(), GGML_XDNA_NPU_HELP) take parts of each block's result: the caller's thread
+// Threads lent to the NPU worker (help(), compute_engine's lending) take parts of each block's result: the caller's thread
 // alone, or the CPU worker's team of two, all lent at once as the engine lends them (cpu_worker::run_on_threads), or
 // the worker's own spare threads on cores the engine says are idle (worker::idle_cores). The
 // results must be the same bytes as the worker's thread alone gives, and exact against fp64 (small integers, exact in

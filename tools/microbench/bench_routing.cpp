@@ -7,9 +7,8 @@
 //                 the planner for row ranges, runs the CPU worker on a row view of the weight, reports back to the
 //                 planner): the difference is the engine's cost per multiply;
 //   cpu_rows/...  the CPU worker alone computing a split's CPU part, rows [0, R) of a 1,024-row repacked Q4_0 weight
-//                 for 512 tokens, as ggml's MUL_MAT chunks them and in tiles (GGML_XDNA_CPU_TILES 0 and 1,
-//                 workers/cpu/cpu_tiles.h): with AVX-512 at --threads=16, 256 and 512 rows are ggml chunks of 8 rows
-//                 (its 8-row code: counter "narrow"), 1,024 chunks of 16; at --threads=1 nothing is tiled;
+//                 for 512 tokens, as ggml's MUL_MAT chunks them: with AVX-512 at --threads=16, 256 and 512 rows are
+//                 ggml chunks of 8 rows (its 8-row code), 1,024 chunks of 16;
 //   sched/...     a three-node graph (scale, multiply, scale) through ggml's scheduler, with the CPU alone and with the
 //                 XDNA backend in front of it: the multiply then costs two hand-offs between backends, as in a model.
 #include "backends.h"
@@ -17,7 +16,6 @@
 #include "options.h"
 
 #include "backend/claim.h"
-#include "workers/cpu/cpu_tiles.h"
 #include "workers/cpu/cpu_worker.h"
 #include "workers/multiply.h"
 
@@ -174,8 +172,8 @@ void mul_mat_args(benchmark::internal::Benchmark * b) {
 BENCHMARK(BM_mul_mat_cpu)->Name("mul_mat/cpu_backend")->Apply(mul_mat_args);
 BENCHMARK(BM_mul_mat_xdna)->Name("mul_mat/xdna_backend")->Apply(mul_mat_args);
 
-// cpu_rows/<chunks|tiles>: args are K, the CPU's rows (of 1,024), tokens
-void run_cpu_rows(benchmark::State & state, int tiles) {
+// cpu_rows/chunks: args are K, the CPU's rows (of 1,024), tokens
+void BM_cpu_rows_chunks(benchmark::State & state) {
     if (!need_backends(state, false)) return;
     mm_shape s;
     s.k = state.range(0);
@@ -187,7 +185,6 @@ void run_cpu_rows(benchmark::State & state, int tiles) {
     std::unique_ptr<xdna::cpu_worker> cpu = xdna::cpu_worker::create(load(opts().plugin).cpu_dev);
     if (!cpu) { state.SkipWithError("the CPU worker did not start"); return; }
     cpu->set_n_threads(opts().threads);
-    cpu->set_tiles(tiles);
     const xdna::multiply m = xdna::describe_multiply(mm.mul_mat());
     const xdna::row_range rows = { 0, state.range(1) };
     for (auto _ : state) {
@@ -199,12 +196,7 @@ void run_cpu_rows(benchmark::State & state, int tiles) {
     const double flop = 2.0 * state.range(0) * state.range(1) * state.range(2);
     state.counters["GFLOP/s"] = benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["threads"] = cpu->threads();
-    state.counters["tiled"]   = cpu->tiled_runs() > 0;
-    state.counters["narrow"]  = (double) xdna::cpu_tiles_narrow_rows(state.range(1), cpu->threads());
 }
-
-void BM_cpu_rows_chunks(benchmark::State & state) { run_cpu_rows(state, 0); }
-void BM_cpu_rows_tiles(benchmark::State & state) { run_cpu_rows(state, 1); }
 
 void cpu_rows_args(benchmark::internal::Benchmark * b) {
     b->ArgNames({ "K", "rows", "tokens" });
@@ -213,7 +205,6 @@ void cpu_rows_args(benchmark::internal::Benchmark * b) {
     b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 BENCHMARK(BM_cpu_rows_chunks)->Name("cpu_rows/chunks")->Apply(cpu_rows_args);
-BENCHMARK(BM_cpu_rows_tiles)->Name("cpu_rows/tiles")->Apply(cpu_rows_args);
 
 // sched/<backends>/<steady|schedule>: args are K, rows, tokens; range(3) = 1 re-plans the graph every iteration
 void run_sched(benchmark::State & state, bool xdna) {

@@ -8,7 +8,7 @@
 // Options besides Google Benchmark's own (--benchmark_filter=..., --benchmark_format=json, ...):
 //   --threads=N     CPU threads of both backends (default 1)
 //   --plugin=PATH   libggml-xdna.so (default: the one next to this program)
-// The plugin runs without its NPU worker (GGML_XDNA_NPU_DISABLE=1 unless set otherwise).
+// The plugin runs without its NPU worker (GGML_XDNA_NPU=off unless set otherwise).
 //   --verbose       keep ggml's and the plugin's informational log lines (each backend the benchmarks start and stop
 //                   logs a few; they would bury the table)
 #include "options.h"
@@ -63,8 +63,8 @@ int main(int argc, char ** argv) {
     }
     if (!verbose) ggml_log_set(quiet_log, nullptr);
     // The routing overhead is measured with the plugin's CPU worker alone: an NPU worker (on the emulator here) would
-    // add its own work to every multiply. An explicit GGML_XDNA_NPU_DISABLE=0 brings it back.
-    setenv("GGML_XDNA_NPU_DISABLE", "1", 0);
+    // add its own work to every multiply. An explicit GGML_XDNA_NPU (emulator) brings it back.
+    setenv("GGML_XDNA_NPU", "off", 0);
     int n = (int) rest.size();
     benchmark::Initialize(&n, rest.data());
     if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 2;

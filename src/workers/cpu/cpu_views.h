@@ -1,5 +1,5 @@
-// Views of a multiply's rows (and tokens) as nodes a CPU backend computes in place: the CPU worker's graphs and its
-// tiles' (cpu_tiles.h) are made of them.
+// Views of a multiply's rows (and tokens) as nodes a CPU backend computes in place: the CPU worker's graphs are made
+// of them.
 #pragma once
 
 #include "workers/worker.h"

@@ -1,6 +1,5 @@
 #include "workers/cpu/cpu_worker.h"
 
-#include "workers/cpu/cpu_tiles.h"
 #include "workers/cpu/cpu_views.h"
 
 #include "convert/xdna_convert.h"
@@ -28,14 +27,9 @@ struct cpu_worker::impl {
     ggml_backend_set_n_threads_t  set_threads = nullptr;
     ggml_context *                ctx         = nullptr;   // views and the one-node graph, reset per call
     int                           n_threads   = 0;
-    int                           n_active    = 0;     // threads the backend computes with now
     int                           n_cores     = 0;     // cores this process may run on
     int                           last_team   = 0;     // threads its last graph ran with
-    float                         scratch_in[16] = {}, scratch_out[16] = {};   // tensors of regroup's and run_on_threads' graphs
-    std::unique_ptr<cpu_tiles>    tiles;               // lanes of one thread each, for rows ggml would cut narrow
-    bool                          avx512      = false;  // the CPU backend was built with AVX-512 (its features)
-    int64_t                       tiled_runs  = 0;      // computes whose rows were in tiles
-    int                           tiles_policy = -1;    // GGML_XDNA_CPU_TILES (-1 auto, 0, 1), or set_tiles
+    float                         scratch_in[16] = {}, scratch_out[16] = {};   // anchors of the custom ops' nodes
 
     // Without OpenMP the CPU backend would spawn and join its threads on every call: give it a pool of its own,
     // created without polling so idle workers sleep instead of spinning while the NPU and GPU work.
@@ -46,10 +40,9 @@ struct cpu_worker::impl {
     decltype(&ggml_backend_cpu_set_threadpool) set_pool = nullptr;
 
     void count_cores();
-    bool tiled(const multiply & m, int64_t rows, bool by_tokens);
     // every graph the worker computes: its team's size noted first (cores_to_spare)
     ggml_status compute(ggml_cgraph * g) {
-        last_team = n_active;
+        last_team = n_threads;
         return ggml_backend_graph_compute(backend, g);
     }
 };
@@ -74,7 +67,6 @@ std::unique_ptr<cpu_worker> cpu_worker::create(ggml_backend_dev_t cpu_dev) {
         p->openmp = false;
         for (ggml_backend_feature * f = features(reg); f && f->name; ++f) {
             p->openmp = p->openmp || strcmp(f->name, "OPENMP") == 0;
-            p->avx512 = p->avx512 || strcmp(f->name, "AVX512") == 0;
         }
     }
     if (!p->openmp) {
@@ -94,10 +86,7 @@ std::unique_ptr<cpu_worker> cpu_worker::create(ggml_backend_dev_t cpu_dev) {
         return nullptr;
     }
 
-    p->tiles.reset(new cpu_tiles(cpu_dev));
-    p->tiles_policy = get_config().cpu_tiles;
-    const int threads = get_config().threads;
-    w->set_n_threads(threads > 0 ? threads : GGML_DEFAULT_N_THREADS);
+    w->set_n_threads(GGML_DEFAULT_N_THREADS);   // until llama.cpp sets its -t
     return w;
 }
 
@@ -107,20 +96,9 @@ cpu_worker::~cpu_worker() {
     if (p->pool) p->pool_free(p->pool);
 }
 
-// GGML_XDNA_CPU_TILES: 1 tiles every 2-D multiply a team of several threads computes; auto, where the CPU has AVX-512
-// and ggml would leave more than an eighth of the rows to its 8-row code (cpu_tiles.h); 0 never.
-bool cpu_worker::impl::tiled(const multiply & m, int64_t rows, bool by_tokens) {
-    const int policy = tiles_policy;
-    if (policy == 0 || !by_tokens || n_active < 2) return false;
-    if (policy < 0 && !(avx512 && m.repacked && 8 * cpu_tiles_narrow_rows(rows, n_active) > rows)) return false;
-    return tiles->ready(n_active);
-}
-
 void cpu_worker::set_n_threads(int n_threads) {
-    if (get_config().threads > 0) n_threads = get_config().threads;   // the user's explicit choice wins
     if (n_threads == p->n_threads || n_threads <= 0) return;          // llama.cpp calls this every ubatch
     p->n_threads = n_threads;
-    p->n_active  = n_threads;
     if (p->set_threads) p->set_threads(p->backend, n_threads);
     if (!p->openmp && p->pool_new && p->pool_free && p->set_pool) {
         ggml_threadpool_params tp = ggml_threadpool_params_default(n_threads);
@@ -130,14 +108,6 @@ void cpu_worker::set_n_threads(int n_threads) {
         if (p->pool) p->pool_free(p->pool);
         p->pool = pool;
     }
-}
-
-void cpu_worker::set_tiles(int policy) {
-    p->tiles_policy = policy;
-}
-
-int64_t cpu_worker::tiled_runs() const {
-    return p->tiled_runs;
 }
 
 int cpu_worker::threads() const {
@@ -154,12 +124,6 @@ int cpu_worker::cores_to_spare() {
     return p->last_team > 0 ? std::max(0, p->n_cores - p->last_team) : 0;
 }
 
-int cpu_worker::threads_beside_npu(int policy, int threads, int cores) {
-    // auto: from 4 cores; with 2, one core given up costs the CPU half its speed, more than the stalls (measured)
-    const bool worth_it = policy > 0 || (policy < 0 && cores >= 4);
-    return worth_it && threads >= cores && threads > 1 ? threads - 1 : threads;
-}
-
 bool cpu_worker::team_drives() {
     const int policy = get_config().npu_team_drives;
     if (policy == 0 || p->n_threads < 2) return false;
@@ -167,47 +131,10 @@ bool cpu_worker::team_drives() {
     return policy > 0 || (p->n_cores >= 4 && p->n_threads >= p->n_cores);
 }
 
-bool cpu_worker::npu_costs_a_thread() {
-    if (!p->openmp || !p->set_threads) return false;   // a team's size is fixed without OpenMP
-    if (team_drives()) return false;                   // no thread of the NPU's own computes beside the team
-    p->count_cores();
-    return threads_beside_npu(get_config().npu_host_core, p->n_threads, p->n_cores) < p->n_threads;
-}
-
-bool cpu_worker::npu_costs_a_thread_by_default() {
-    return get_config().npu_host_core < 0 && npu_costs_a_thread();
-}
-
-void cpu_worker::leave_a_core(bool yes) {
-    const int want = yes && npu_costs_a_thread() ? p->n_threads - 1 : p->n_threads;
-    if (want == p->n_active) return;
-    p->n_active = want;
-    p->set_threads(p->backend, want);
-}
-
-double cpu_worker::regroup() {
-    leave_a_core(false);
-    if (p->last_team == 0 || p->last_team == p->n_threads) return 0.0;
-    const double t0 = now_seconds();
-    ggml_reset(p->ctx);
-    // a copy is split over every thread (a graph's team is as large as its widest node asks)
-    ggml_tensor * in  = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
-    ggml_tensor * out = ggml_new_tensor_2d(p->ctx, GGML_TYPE_F32, 1, 16);
-    in->data  = p->scratch_in;
-    out->data = p->scratch_out;
-    ggml_tensor * cpy = ggml_cpy(p->ctx, in, out);
-    cpy->flags |= GGML_TENSOR_FLAG_COMPUTE;
-    ggml_cgraph * g = ggml_new_graph_custom(p->ctx, 4, false);
-    ggml_graph_add_node(g, cpy);
-    p->compute(g);
-    return now_seconds() - t0;
-}
-
 void cpu_worker::set_abort_callback(ggml_abort_callback cb, void * data) {
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(ggml_backend_get_device(p->backend));
     auto fn = (ggml_backend_set_abort_callback_t) ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_abort_callback");
     if (fn) fn(p->backend, cb, data);
-    p->tiles->set_abort_callback(cb, data);
 }
 
 bool cpu_worker::accepts(const multiply &) const {
@@ -253,25 +180,16 @@ work_result cpu_worker::compute(const multiply & m, row_range rows, const drivin
     // of whole row groups (8 rows of a repacked weight), so 19 groups on 16 threads take as long as 32.
     const ggml_tensor * x = m.node->src[1];
     const bool by_tokens = !m.is_id() && x->ne[2] == 1 && x->ne[3] == 1;
-    const int64_t unit = by_tokens ? 16 : align * std::max(1, p->n_active);
+    const int64_t unit = by_tokens ? 16 : align * std::max(1, p->n_threads);
     const int64_t span = by_tokens ? x->ne[1] : rows.size(), units = (span + unit - 1) / unit;
     const int64_t slices = drive && drive->w ? std::clamp<int64_t>(drive->slices, 1, std::min<int64_t>(
                                units, (max_nodes + 2) / (m.nodes() + 2))) : 1;
-    // a slice of tokens in tiles (cpu_tiles.h): one node of the team's graph, its tiles handed out as threads come
-    const bool tiled = p->tiled(m, rows.size(), by_tokens);
-    p->tiled_runs += tiled;
-    std::vector<std::unique_ptr<cpu_tiles_job>> jobs;
     ggml_reset(p->ctx);
     ggml_cgraph * g = ggml_new_graph_custom(p->ctx, max_nodes, false);
     for (int64_t sl = 0; sl < slices; ++sl) {
         const row_range cut = { units * sl / slices * unit, std::min(span, units * (sl + 1) / slices * unit) };
         const row_range part = by_tokens ? rows : row_range{ rows.begin + cut.begin, rows.begin + cut.end };
-        if (tiled) {
-            jobs.emplace_back(new cpu_tiles_job);
-            p->tiles->plan(*jobs.back(), m, rows, cut, p->n_active);
-            ggml_graph_add_node(g, p->tiles->node(p->ctx, p->scratch_in, *jobs.back()));
-        }
-        for (int i = 0; !tiled && i < m.nodes(); ++i) {
+        for (int i = 0; i < m.nodes(); ++i) {
             ggml_tensor * dv = cpu_rows_node(p->ctx, m.node_at(i), part, by_tokens && slices > 1 ? &cut : nullptr);
             if (!dv) return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
             ggml_graph_add_node(g, dv);
@@ -280,11 +198,7 @@ work_result cpu_worker::compute(const multiply & m, row_range rows, const drivin
         ggml_graph_add_node(g, cpu_worker_step_node(p->ctx, p->scratch_in, drive->w, false));
         ggml_graph_add_node(g, cpu_worker_step_node(p->ctx, p->scratch_out, drive->w, true));
     }
-    ggml_status st = p->compute(g);
-    for (const auto & j : jobs) {
-        (void) j->done.load(std::memory_order_acquire);   // what the tiles' threads wrote (see cpu_tiles_job)
-        if (st == GGML_STATUS_SUCCESS) st = (ggml_status) j->status.load(std::memory_order_relaxed);
-    }
+    const ggml_status st = p->compute(g);
     if (st != GGML_STATUS_SUCCESS) {
         res = work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
     }

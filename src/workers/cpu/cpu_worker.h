@@ -53,34 +53,15 @@ class cpu_worker final : public worker {
     bool run_on_threads(const std::function<void(int ith, int nth)> & fn);
 
     void set_n_threads(int n_threads);
-    int64_t tiled_runs() const;   // computes whose rows were in tiles (cpu_tiles.h, GGML_XDNA_CPU_TILES)
-    void set_tiles(int policy);   // GGML_XDNA_CPU_TILES for this worker (-1 auto, 0, 1): both ways in one process
-    int  threads() const;   // what it computes with (set_n_threads, or GGML_XDNA_THREADS)
-    // While the NPU worker's host thread works alongside, leave it a core (GGML_XDNA_NPU_HOST_CORE): the CPU worker
-    // computes with one thread fewer when its threads would otherwise take every core, so that no thread of its team
-    // waits for a core at a barrier while the NPU's thread runs. Only with OpenMP, where a team's size is free to
-    // change from one call to the next.
-    void leave_a_core(bool yes);
-    // What leave_a_core(true) does under a GGML_XDNA_NPU_HOST_CORE policy (-1 auto, 0, 1) with `threads` threads on
-    // `cores` cores: the threads it then computes with.
-    static int threads_beside_npu(int policy, int threads, int cores);
-    // Whether its team drives a device worker between slices of its rows (compute's `drive`) instead of leaving that
-    // worker's thread a core (GGML_XDNA_NPU_TEAM_DRIVES): where its threads take every core (auto: of 4 or more),
-    // that thread would take a core from the team; driven, the NPU costs the team no thread.
+    int  threads() const;   // what it computes with (set_n_threads: llama.cpp's -t)
+    // Whether its team drives a device worker between slices of its rows (compute's `drive`) instead of that worker's
+    // own thread: where its threads take every core of 4 or more, that thread would take a core from the team;
+    // driven, the NPU costs the team no thread (XDNA_TEST_TEAM_DRIVES forces either way, for tests).
     bool team_drives();
-    // Whether the NPU taking rows would cost its team a thread now, and whether only because of the auto policy
-    // (the user did not ask for it): the auto split then keeps the NPU out (compute_engine::participants).
-    bool npu_costs_a_thread();
-    bool npu_costs_a_thread_by_default();
     // The cores its last graph left free (0 before its first): with one, its threads, spinning a while after a graph
     // in the OpenMP runtime, leave the calling thread a core of its own to spin on (worker::help) beside the NPU
     // worker's thread; with one per device worker, those workers' threads spin at their hand-offs (worker::own_core).
     int cores_to_spare();
-    // After a graph computed one thread short (leave_a_core), a trivial graph with the whole team: the OpenMP
-    // runtime ends the thread a smaller team leaves over and starts one again for the next team of full size, and
-    // that start is paid here, where the planner sees it, instead of in llama.cpp's next op. Its seconds (0 where the
-    // last team was whole: nothing to do). The team is whole again after it (leave_a_core(false)).
-    double regroup();
     void set_abort_callback(ggml_abort_callback cb, void * data);
 
   private:

@@ -40,13 +40,8 @@ npu_worker::arena_key npu_worker::input_key(const ggml_tensor * x, int64_t tb, i
 static constexpr int max_failures_in_a_row = 3;
 
 std::unique_ptr<npu_worker> npu_worker::create(const config & cfg) {
-    if (cfg.npu_disable) {
-        XDNA_LOG_INFO("NPU worker off (GGML_XDNA_NPU_DISABLE=1)");
-        return nullptr;
-    }
     npu_options opts;
     opts.manifest_path  = cfg.npu_kernels;
-    opts.context_budget = cfg.npu_contexts;
     opts.timeout_ms     = cfg.npu_timeout_ms;
     opts.debug          = cfg.debug;
     opts.log = [](npu_log_level level, const std::string & msg) {

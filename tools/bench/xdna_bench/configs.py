@@ -19,7 +19,7 @@ PRESETS = {
     "default": ({}, "the plugin with its defaults"),
     "w8": ({"GGML_XDNA_NPU_W8": "1"}, "int8 NPU weights"),
     "decode": ({"GGML_XDNA_NPU_DECODE": "1"}, "experimental NPU token generation"),
-    "no-npu": ({"GGML_XDNA_NPU_DISABLE": "1"}, "the plugin without its NPU worker"),
+    "no-npu": ({"GGML_XDNA_NPU": "off"}, "the plugin without its NPU worker"),
     "gpu-off": ({"GGML_XDNA_GPU": "none"}, "the plugin without its GPU worker"),
 }
 
