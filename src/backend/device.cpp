@@ -17,6 +17,7 @@ planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
     o.npu_share = npu_share;
     o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
+    o.gpu_share = c.gpu_share;
     o.moe_min_tokens = c.npu_moe_min_tokens;
     return o;
 }

@@ -39,6 +39,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0): 1 leaves that thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
     { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
+    { "GGML_XDNA_GPU_SHARE",      "auto",  "GPU worker's share of the rows the NPU leaves (the rest to the CPU): 0-1 or auto" },
     { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
     { nullptr, nullptr, nullptr },
 };
@@ -185,6 +186,7 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.auto_boolean("GGML_XDNA_NPU_HOST_CORE", c.npu_host_core);
     r.string("GGML_XDNA_GPU", c.gpu);
     r.integer("GGML_XDNA_GPU_CACHE_MB", c.gpu_cache_mb, 0, 1LL << 24);
+    r.share("GGML_XDNA_GPU_SHARE", c.gpu_share);
     r.real("GGML_XDNA_GPU_NPU_MIN_GFLOP", c.gpu_npu_min_gflop, 0.0, 1e9);
     return c;
 }

@@ -58,6 +58,7 @@ struct config {
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice
     size_t gpu_cache_mb   = 2048;    // GGML_XDNA_GPU_CACHE_MB: resident weight budget on the GPU
+    double gpu_share      = -1.0;    // GGML_XDNA_GPU_SHARE: 0..1 fixed share of the rows the NPU leaves, < 0 = auto
     double gpu_npu_min_gflop = 4.0;  // GGML_XDNA_GPU_NPU_MIN_GFLOP: the NPU joins a GPU split only above this
 };
 

@@ -3,11 +3,13 @@
 //
 // Each weight is copied to the device once, whole (weight_cache, least recently used out), and the worker computes a
 // one-node graph on a view of its rows. Activations and result rows are mapped in place where the device can map host
-// memory (checked in its caps first: several backends crash when asked), and copied in and out otherwise. It never
-// makes a result wrong: any failure is reported and the engine recomputes those rows on the CPU.
+// memory (checked first: several backends crash when asked; Vulkan maps page-aligned ranges although its caps say no),
+// and copied in and out otherwise. It never makes a result wrong: any failure is reported and the engine recomputes
+// those rows on the CPU.
 //
-// It cannot read the CPU backend's repacked weights (CPU_REPACK is not host-readable memory in the ggml sense), so it
-// refuses those multiplies; the planner then splits them between the CPU and the NPU only.
+// A weight in the CPU backend's repacked layout (CPU_REPACK) is copied to the device as its plain ggml blocks, the
+// repack inverted exactly (weight_cache.h), so the GPU takes rows of the x86 default layouts of Q4_0, Q4_K, IQ4_NL and
+// MXFP4 too.
 #pragma once
 
 #include "workers/async_worker.h"
