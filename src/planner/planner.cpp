@@ -152,7 +152,7 @@ split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool
                                                     bool cpu_sliced) const {
     rest_cost c;
     c.per_row = rest_sec_per_row(st, has_gpu, has_cpu, true);
-    if (has_gpu && c.known()) c.fixed = gpu_rest_fixed(st, has_cpu);   // the GPU's submit and copies (planner_gpu.cpp)
+    if (has_gpu && c.known()) c.fixed = c.fixed_alone = gpu_rest_fixed(st, has_cpu);   // the GPU's submit and copies (planner_gpu.cpp)
     const cost_model & along = st.model[CPU], & alone = st.cpu_alone;
     if (!cpu_sliced || has_gpu || !has_cpu || !c.known() || &cpu_model(st, false, true) != &along ||
         along.samples() == 0 || !(along.slope() > alone.slope())) {
@@ -169,7 +169,7 @@ split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool
 double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, const rest_cost & p,
                                double p_alone) const {
     if (r == n && st.npu_whole.known()) return st.npu_whole.slope();
-    if (r == 0) return (double) n * p_alone;
+    if (r == 0) return (double) n * p_alone + p.fixed_alone;
     const double regroup = r < n && st.cpu_regroup.known() ? st.cpu_regroup.slope() : 0.0;
     return std::max(npu_time(st, r), p.time(n - r)) + regroup;
 }
@@ -629,8 +629,10 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
         // the CPU alone is measured seldom: two readings in a row under half of what a model says replace it.
         st.cpu_all.add_or_restart(x, seconds);
         (st.planned_npu == 0 ? st.cpu_alone : st.model[CPU]).add_or_restart(x, seconds);
+    } else if (k == GPU) {
+        report_gpu(st, rows, seconds, fixed_s);   // planner_gpu.cpp
     } else {
-        report_gpu(st, rows, seconds, fixed_s);
+        st.model[k].add(x, seconds);
     }
 }
 

@@ -245,6 +245,7 @@ class split_planner {
     // per multiply and a time per row (rest_beside)
     struct rest_cost {
         double fixed = 0.0, per_row = -1.0;
+        double fixed_alone = 0.0;   // the fixed part with the NPU out too (a GPU's submit and copies)
         bool   known() const { return per_row > 0.0; }
         double time(int64_t rows) const { return rows > 0 ? fixed + (double) rows * per_row : 0.0; }
     };
