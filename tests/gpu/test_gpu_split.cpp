@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "planner/planner.h"
 #include "workers/gpu/gpu_worker.h"
+#include "workers/gpu/llama_layers.h"
 
 #include "ggml-backend-impl.h"
 
@@ -91,6 +92,21 @@ TEST(gpu_device_choice, automatic_takes_only_an_integrated_gpu) {
     EXPECT_TRUE(c.error.empty()) << c.error;
     ASSERT_NE(c.dev, nullptr);
     EXPECT_STREQ(ggml_backend_dev_name(c.dev), "FakeIntegrated0");   // after the discrete one, and still chosen
+}
+
+// An integrated GPU chosen by default stays llama.cpp's where llama.cpp puts layers on it: this process was given no
+// -ngl, which in llama.cpp's tools means every layer that fits (llama_layers.h), so no worker is made; named, it is.
+TEST(gpu_device_choice, the_default_igpu_stays_off_where_llama_cpp_puts_layers_on_it) {
+    env();
+    ASSERT_TRUE(xdna::llama_layers_of_this_process().on_gpu) << "run without -ngl 0";
+    if (!ggml_backend_dev_by_name("FakeIntegrated1")) {
+        ggml_backend_register(fake_reg({ { "FakeIntegrated1", GGML_BACKEND_DEVICE_TYPE_IGPU } }));
+    }
+    config cfg;
+    ASSERT_NE(choose_gpu_device(cfg.gpu).dev, nullptr) << "an integrated GPU is the default device";
+    EXPECT_EQ(make_gpu_worker(cfg), nullptr) << "a worker on the iGPU llama.cpp puts its layers on";
+    cfg.gpu = "none";
+    EXPECT_EQ(make_gpu_worker(cfg), nullptr);
 }
 
 TEST(gpu_device_choice, a_name_selects_that_device) {

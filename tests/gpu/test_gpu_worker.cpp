@@ -98,8 +98,11 @@ TEST_P(gpu_rows, match_the_cpu_and_touch_no_other_row) {
 
     xdna::gpu_worker_options base_opts;
     base_opts.map_host = prm.dev != dev_kind::under_test_copy;
+    base_opts.map_any_vulkan = device_must_map();   // lavapipe is a CPU-type device: mapped only when asked
     gpu_worker w(device_of(prm.dev), base_opts);
-    if (prm.dev == dev_kind::under_test_copy && !gpu_worker(device_of(prm.dev)).can_map_host()) {
+    xdna::gpu_worker_options probe;
+    probe.map_any_vulkan = device_must_map();
+    if (prm.dev == dev_kind::under_test_copy && !gpu_worker(device_of(prm.dev), probe).can_map_host()) {
         GTEST_SKIP() << "the device copies anyway: its device_ case is the copy path";
     }
     const bool maps = prm.dev == dev_kind::cpu_mapped || (prm.dev == dev_kind::under_test && device_must_map());

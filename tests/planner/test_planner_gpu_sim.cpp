@@ -70,8 +70,11 @@ TEST(planner_gpu_sim, three_workers_reach_the_best_fixed_split) {
             simulation sim(three_opts(), c.workers, c.rows, 0.05, seed);
             const double eff = efficiency(sim, 400, 100);
             if (seed == 1) {
-                printf("[figures] %-42s %.3f of the best fixed split (optimum %.3f ms; NPU %lld rows)\n", c.name, eff,
-                       sim.optimum() * 1e3, (long long) sim.planner.npu_rows_of(sim.key));
+                // what the GPU alone would take for every row, for comparison (docs/gpu-worker.md: -ngl 0 or 99)
+                printf("[figures] %-42s %.3f of the best fixed split (optimum %.3f ms; NPU %lld rows; the GPU alone "
+                       "%.3f ms, the CPU alone %.3f ms)\n", c.name, eff, sim.optimum() * 1e3,
+                       (long long) sim.planner.npu_rows_of(sim.key), c.workers[1].time(c.rows) * 1e3,
+                       c.workers[2].time(c.rows) * 1e3);
             }
             EXPECT_GE(eff, 0.97) << c.name << ", seed " << seed;
         }

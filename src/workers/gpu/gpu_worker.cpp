@@ -185,11 +185,15 @@ gpu_worker::gpu_worker(ggml_backend_dev_t dev, gpu_worker_options opts) : p(new 
     // several backends leave buffer_from_host_ptr NULL (CUDA, RPC) and the wrapper does not check: look first.
     // Vulkan has it but says caps.buffer_from_host_ptr = false (llama.cpp reads that cap to decide on mapping model
     // files, which Vulkan imports only page-aligned): it maps what it can (VK_EXT_external_memory_host, aligned ranges)
-    // and returns null otherwise, and the worker then copies (build_graph).
+    // and returns null otherwise, and the worker then copies (build_graph). It maps only on an integrated GPU, whose
+    // memory is the host's: a discrete GPU would read imported memory over the bus at every access, and on Mesa's
+    // lavapipe (a CPU-type device) test-backend-ops' MUL_MAT cases crashed in lavapipe's own threads with mapped
+    // activations (one multiply of 1 x 2,048 x 8,192 after some hundred others; never alone): tests ask for it there.
     ggml_backend_dev_props props;
     ggml_backend_dev_get_props(dev, &props);
+    const bool vulkan_maps = maps_without_cap(dev) && (props.type == GGML_BACKEND_DEVICE_TYPE_IGPU || opts.map_any_vulkan);
     map_host = opts.map_host && dev->iface.buffer_from_host_ptr != nullptr &&
-               (props.caps.buffer_from_host_ptr || maps_without_cap(dev));
+               (props.caps.buffer_from_host_ptr || vulkan_maps);
 
     ggml_init_params params = {
         /* .mem_size   = */ ggml_tensor_overhead() * 16 + ggml_graph_overhead_custom(16, false),

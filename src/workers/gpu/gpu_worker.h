@@ -26,6 +26,7 @@ namespace xdna {
 struct gpu_worker_options {
     size_t cache_bytes = size_t(2048) << 20;   // GGML_XDNA_GPU_CACHE_MB
     bool   map_host    = true;                 // map activations and results where the device can (false: always copy)
+    bool   map_any_vulkan = false;             // tests: map on any Vulkan device (by default only on an integrated one)
     // How result rows come back where they are copied: straight into their strided place (backends with 2-D copies:
     // CUDA, Vulkan), or one contiguous read and a scatter on the host. `automatic` times both on the first runs and
     // keeps the faster (a 2-D copy into pageable memory is not always the fast one).
