@@ -37,7 +37,7 @@ const config_var config_vars[] = {
     { "GGML_XDNA_PAIRS",          "1",     "1: two multiplies of one input with weights of the same shape (K and V, gate and up), next to each other in the graph, are split and computed as one; 0: one at a time" },
     { "GGML_XDNA_NPU_TEAM_DRIVES", "auto", "1: the CPU worker's team drives the NPU between slices of its rows (the NPU worker's own thread takes no core while the CPU computes); auto: where the CPU worker's threads take every core of 4 or more; 0: never (then GGML_XDNA_NPU_HOST_CORE applies)" },
     { "GGML_XDNA_NPU_HOST_CORE",  "auto",  "where the NPU worker's own thread drives the NPU (GGML_XDNA_NPU_TEAM_DRIVES=0): 1 leaves that thread a core (the CPU worker runs one thread fewer while the NPU takes rows, when its threads would use every core); auto: on machines of 4 cores or more; 0: never" },
-    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
+    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU unless llama.cpp puts layers on its GPU (-ngl other than 0); a discrete GPU or lavapipe only when named" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
     { "GGML_XDNA_GPU_SHARE",      "auto",  "GPU worker's share of the rows the NPU leaves (the rest to the CPU): 0-1 or auto" },
     { "GGML_XDNA_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP" },
