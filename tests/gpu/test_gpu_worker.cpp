@@ -106,7 +106,9 @@ TEST_P(gpu_rows, match_the_cpu_and_touch_no_other_row) {
         GTEST_SKIP() << "the device copies anyway: its device_ case is the copy path";
     }
     const bool maps = prm.dev == dev_kind::cpu_mapped || (prm.dev == dev_kind::under_test && device_must_map());
-    if (prm.dev != dev_kind::under_test || device_must_map()) EXPECT_EQ(w.can_map_host(), maps);
+    if (prm.dev != dev_kind::under_test || device_must_map()) {
+        EXPECT_EQ(w.can_map_host(), maps);
+    }
     const int64_t m = prm.mm.m;
     const bool same_device = prm.dev == dev_kind::cpu_mapped;
     for (row_range r : { row_range{ 0, m }, row_range{ 0, 17 }, row_range{ 17, m / 2 + 3 }, row_range{ m - 1, m } }) {
