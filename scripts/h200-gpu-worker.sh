@@ -185,7 +185,7 @@ export GGML_XDNA_CACHE="$cache" plugin
 export -f ppl
 step ppl-llama-tiny-Q8_0 180 bash -c 'ppl "$@"' _ llama-tiny Q8_0 gpu
 step ppl-llama-tiny-F16 180 bash -c 'ppl "$@"' _ llama-tiny F16 gpu
-step ppl-llama-tiny-Q4_0 180 bash -c 'ppl "$@"' _ llama-tiny Q4_0 no-gpu
+step ppl-llama-tiny-Q4_0 180 bash -c 'ppl "$@"' _ llama-tiny Q4_0 repacked-gpu
 step ppl-qwen3moe-tiny-Q8_0 180 bash -c 'ppl "$@"' _ qwen3moe-tiny Q8_0 gpu
 for t in ppl-llama-tiny-Q8_0 ppl-llama-tiny-F16 ppl-llama-tiny-Q4_0 ppl-qwen3moe-tiny-Q8_0; do
     res "  $t: $(grep -E 'largest relative|GPU worker took|repacked multiplies' "$res_dir/logs/$t.log" | tr '\n' ' ')"

@@ -17,7 +17,9 @@ namespace {
 planner_options planner_options_from(double npu_share, const config & c) {
     planner_options o;
     o.npu_share = npu_share;
+    o.gpu_share = c.gpu_share;
     o.moe_min_tokens = c.npu_moe_min_tokens;
+    o.gpu_npu_min_gflop = c.gpu_npu_min_gflop;
     return o;
 }
 

@@ -26,8 +26,9 @@ const config_var config_vars[] = {
     { "GGML_XDNA_NPU_WARM",       "1",     "0 turns off the load-time warm-up (kernels loaded, weights converted in the background)" },
     { "GGML_XDNA_NPU_DECODE",     "0",     "experimental token generation on the NPU: 1 for all rows, or a fraction shared with the CPU" },
     { "GGML_XDNA_NPU_KERNELS",    "",      "kernel manifest to load; empty: the kernel set installed next to the plugin" },
-    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU (a discrete GPU only when named)" },
+    { "GGML_XDNA_GPU",            "",      "GPU worker device: a name, none, or rpc:HOST:PORT; empty: the first integrated GPU unless llama.cpp puts layers on its GPU (-ngl other than 0); a discrete GPU or lavapipe only when named" },
     { "GGML_XDNA_GPU_CACHE_MB",   "2048",  "GPU memory for the GPU worker's resident weights (least recently used out)" },
+    { "GGML_XDNA_GPU_SHARE",      "auto",  "GPU worker's share of the rows the NPU leaves (the rest to the CPU): 0-1 or auto" },
     { nullptr, nullptr, nullptr },
 };
 
@@ -35,6 +36,7 @@ const config_var test_vars[] = {
     { "XDNA_TEST_TEAM_DRIVES",    "auto",  "1: the CPU worker's team drives the NPU between slices of its rows wherever it has 2 threads or more; 0: never (the NPU worker's own thread drives it); auto: where the CPU worker's threads take every core of 4 or more" },
     { "XDNA_TEST_MOE_MIN_TOKENS", "16",    "mixture of experts: experts with fewer routed tokens than this stay on the CPU (1: every expert on the NPU)" },
     { "XDNA_TEST_NPU_TIMEOUT_MS", "5000",  "longest wait for one NPU run before it counts as failed" },
+    { "XDNA_TEST_GPU_NPU_MIN_GFLOP", "4",  "next to a GPU worker, the NPU only joins multiplies of at least this many GFLOP (0: every one, for tiny models)" },
     { nullptr, nullptr, nullptr },
 };
 
@@ -172,6 +174,8 @@ config parse_config(const std::function<const char *(const char *)> & get, std::
     r.auto_boolean("XDNA_TEST_TEAM_DRIVES", c.npu_team_drives);
     r.integer("XDNA_TEST_MOE_MIN_TOKENS", c.npu_moe_min_tokens, 1, 1 << 20);
     r.integer("XDNA_TEST_NPU_TIMEOUT_MS", c.npu_timeout_ms, 1, 3600 * 1000);
+    r.real("XDNA_TEST_GPU_NPU_MIN_GFLOP", c.gpu_npu_min_gflop, 0.0, 1e9);
+    r.share("GGML_XDNA_GPU_SHARE", c.gpu_share);
     return c;
 }
 

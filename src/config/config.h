@@ -50,11 +50,13 @@ struct config {
     // GPU worker
     std::string gpu;                 // GGML_XDNA_GPU: device name, "none", or empty for automatic choice
     size_t gpu_cache_mb   = 2048;    // GGML_XDNA_GPU_CACHE_MB: resident weight budget on the GPU
+    double gpu_share      = -1.0;    // GGML_XDNA_GPU_SHARE: 0..1 fixed share of the rows the NPU leaves, < 0 = auto
 
     // Tests only (test_vars)
     int    npu_timeout_ms = 5000;    // XDNA_TEST_NPU_TIMEOUT_MS: wait limit for one NPU run
     int    npu_moe_min_tokens = 16;  // XDNA_TEST_MOE_MIN_TOKENS: experts with fewer routed tokens stay on the CPU
     int    npu_team_drives = -1;     // XDNA_TEST_TEAM_DRIVES: the CPU worker's team drives the NPU (-1 auto, 0, 1)
+    double gpu_npu_min_gflop = 4.0;  // XDNA_TEST_GPU_NPU_MIN_GFLOP: the NPU joins a GPU split only above this
 };
 
 // Reads the configuration from `get` (the environment by default). Each malformed or unknown value adds one line to

@@ -150,6 +150,7 @@ split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool
                                                     bool cpu_sliced) const {
     rest_cost c;
     c.per_row = rest_sec_per_row(st, has_gpu, has_cpu, true);
+    if (has_gpu && c.known()) c.fixed = c.fixed_alone = gpu_rest_fixed(st, has_cpu);   // the GPU's submit and copies (planner_gpu.cpp)
     const cost_model & along = st.model[CPU], & alone = st.cpu_alone;
     if (!cpu_sliced || has_gpu || !has_cpu || !c.known() || &cpu_model(st, false, true) != &along ||
         along.samples() == 0 || !(along.slope() > alone.slope())) {
@@ -166,7 +167,7 @@ split_planner::rest_cost split_planner::rest_beside(const shape_state & st, bool
 double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, const rest_cost & p,
                                double p_alone) const {
     if (r == n && st.npu_whole.known()) return st.npu_whole.slope();
-    if (r == 0) return (double) n * p_alone;
+    if (r == 0) return (double) n * p_alone + p.fixed_alone;
     return std::max(npu_time(st, r), p.time(n - r));
 }
 
@@ -486,26 +487,6 @@ int64_t split_planner::near_npu_rows(shape_state & st, int64_t n, int64_t step, 
     return near;
 }
 
-int64_t split_planner::gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu) {
-    if (!has_cpu || left <= 0) return std::max<int64_t>(left, 0);
-    const cost_model & g = st.model[GPU];
-    const cost_model & c = cpu_model(st, true, false);   // only ever next to a GPU
-    const bool known = g.known() && c.known();
-    // in proportion to their speeds (evenly until both are measured)
-    const double frac = known ? (1.0 / g.slope()) / (1.0 / g.slope() + 1.0 / c.slope()) : 0.5;
-    int64_t want = (int64_t) std::llround(frac * (double) left / (double) align) * align;
-    if (want >= left) want = left;
-    if (known && st.gpu_left == left && st.gpu_cur >= 0 && st.gpu_cur <= left &&
-        (st.gpu_cur % align == 0 || st.gpu_cur == left)) {
-        auto makespan = [&](int64_t x) { return std::max((double) x * g.slope(), (double) (left - x) * c.slope()); };
-        // the boundary moves by a few rows at a time, so it can follow closely: a third of the NPU's hysteresis
-        if (makespan(st.gpu_cur) <= makespan(want) * (1.0 + opts.hysteresis / 3.0)) want = st.gpu_cur;
-    }
-    st.gpu_cur  = want;
-    st.gpu_left = left;
-    return want;
-}
-
 bool plan_reason_is_auto(plan_reason r) {
     return r == plan_reason::probe || r == plan_reason::reprobe || r == plan_reason::auto_split ||
            r == plan_reason::measured_slower || r == plan_reason::whole_measured_faster ||
@@ -646,6 +627,8 @@ void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows
         // the CPU alone is measured seldom: two readings in a row under half of what a model says replace it.
         st.cpu_all.add_or_restart(x, seconds);
         (st.planned_npu == 0 ? st.cpu_alone : st.model[CPU]).add_or_restart(x, seconds);
+    } else if (k == GPU) {
+        report_gpu(st, rows, seconds, fixed_s);   // planner_gpu.cpp
     } else {
         st.model[k].add(x, seconds);
     }

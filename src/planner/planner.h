@@ -66,6 +66,7 @@ struct planner_options {
     int     margin_decay   = 256;     // multiplies without a change after which a raised margin halves
     int64_t moe_min_tokens = 16;      // a MUL_MAT_ID's experts with fewer routed tokens go to the CPU whole
     double  gpu_npu_min_gflop = 4.0;  // next to a GPU worker the NPU only joins multiplies of at least this size
+    double  gpu_share      = -1.0;    // 0..1 fixed share of the rows the NPU leaves for the GPU (the rest: CPU); < 0: auto
     double  cpu_interference = 0.15;  // the CPU next to the NPU and alone are told apart past this relative gap
     double  outcome_margin = 0.05;    // a share whose multiplies took this much longer on average than with the NPU
     int     outcome_samples = 8;      // out (over at least this many of them) is kept out for `out_every` multiplies,
@@ -195,6 +196,12 @@ class split_planner {
         int64_t       npu_cur     = -1;     // NPU rows auto settled on (-1: none yet)
         int64_t       gpu_cur     = -1;     // GPU rows chosen last, for the rows left to GPU + CPU below
         int64_t       gpu_left    = -1;
+        // The GPU's fixed part per multiply (submit, activations in), when its worker measures it apart (gpu_split):
+        // model[GPU] then holds only the part that grows with the rows (planner_gpu.cpp). Multiplies since the GPU
+        // was last given rows while its fixed part kept it out, and the back-off between such re-probes.
+        cost_model    gpu_fixed;
+        bool          gpu_split   = false;
+        int64_t       gpu_skipped = 0, gpu_gap = 0;
         int64_t       npu_skipped = 0;      // multiplies since the NPU last took rows while dropped out
         int64_t       reprobe_gap = 0;      // multiplies between re-probes now
         int64_t       alone_skipped = 0;    // multiplies since the CPU was last measured alone while the NPU takes rows
@@ -232,6 +239,7 @@ class split_planner {
     // per multiply and a time per row (rest_beside)
     struct rest_cost {
         double fixed = 0.0, per_row = -1.0;
+        double fixed_alone = 0.0;   // the fixed part with the NPU out too (a GPU's submit and copies)
         bool   known() const { return per_row > 0.0; }
         double time(int64_t rows) const { return rows > 0 ? fixed + (double) rows * per_row : 0.0; }
     };
@@ -256,6 +264,12 @@ class split_planner {
     // a part measured while the NPU takes every row: whether it can be faster at all
     bool    part_may_win(const shape_state & st, int64_t n, int64_t part, const rest_cost & p, double p_alone) const;
     int64_t gpu_rows_of(shape_state & st, int64_t left, int64_t align, bool has_cpu);
+    // planner_gpu.cpp: the GPU's predicted time for `rows` (its fixed part and rows), what a report teaches its models,
+    // and the fixed part of the GPU and the CPU sharing the rows beside the NPU
+    double  gpu_time(const shape_state & st, int64_t rows) const;
+    double  gpu_fixed_part(const shape_state & st) const;
+    void    report_gpu(shape_state & st, int64_t rows, double seconds, double fixed_s);
+    double  gpu_rest_fixed(const shape_state & st, bool has_cpu) const;
     double  rest_sec_per_row(const shape_state & st, bool has_gpu, bool has_cpu, bool npu_along) const;
     rest_cost rest_beside(const shape_state & st, bool has_gpu, bool has_cpu, bool cpu_sliced) const;
     // The CPU's model for a plan with or without the NPU's rows (and with or without a GPU worker)

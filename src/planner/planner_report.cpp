@@ -55,7 +55,7 @@ std::string split_planner::plan_line(const shape_key & key, const shape_state & 
     for (int k : { NPU, GPU, CPU }) {
         const cost_model & m = k == CPU ? cpu_model(st, has[GPU], rows[NPU] > 0) : st.model[k];
         if (!has[k] || rows[k] == 0 || !m.known()) continue;
-        const double t = k == NPU ? npu_time(st, rows[k]) : m.predict((double) rows[k]);
+        const double t = k == NPU ? npu_time(st, rows[k]) : k == GPU ? gpu_time(st, rows[k]) : m.predict((double) rows[k]);
         line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
     }
     return line + ")";
@@ -105,7 +105,7 @@ std::vector<std::string> split_planner::shape_report() const {
             if (m.samples() == 0) continue;
             const bool launches = k == NPU && st.hint.blocks();
             const std::string name = k > CPU ? "cpu alone" : k == CPU ? "cpu next to the npu" : worker_kind_name((worker_kind) k);
-            const double icpt = k == NPU && st.npu_split ? st.npu_fixed.slope() : m.intercept();
+            const double icpt = k == NPU && st.npu_split ? st.npu_fixed.slope() : k == GPU ? gpu_fixed_part(st) : m.intercept();
             l += " " + name + " " + fmt_seconds(icpt) + " + " + fmt_seconds(m.slope()) +
                  (launches ? "/launch" : "/row") + ",";
         }

@@ -2,11 +2,13 @@
 # Runs the pinned llama.cpp's test-backend-ops on one op with the plugin loaded through GGML_BACKEND_PATH, and fails
 # unless every case the XDNA backend claimed passed and at least a minimum number of cases ran on it.
 # usage: run-test-backend-ops.sh <test-backend-ops> <libggml-xdna.so> <OP> [min cases]
+# XDNA_TEST_OPS_PARAMS: a regular expression of the cases' parameters to run only (test-backend-ops -p)
 set -uo pipefail
 bin=$1 plugin=$2 op=$3
 min=${4:-$([[ $op == MUL_MAT_ID ]] && echo 100 || echo 10)}
 
-out=$(GGML_BACKEND_PATH="$plugin" "$bin" test -b XDNA -o "$op" 2>&1)
+filter=(); [[ -n "${XDNA_TEST_OPS_PARAMS:-}" ]] && filter=(-p "$XDNA_TEST_OPS_PARAMS")
+out=$(GGML_BACKEND_PATH="$plugin" "$bin" test -b XDNA -o "$op" "${filter[@]}" 2>&1)
 rc=$?
 # colours off; the plugin's own lines (its end-of-run summary can land inside a case's line) removed after the check
 # that it loaded

@@ -64,6 +64,9 @@ TEST(config, valid_values) {
     EXPECT_EQ(c.gpu, "none");
     EXPECT_EQ(c.npu_cache_mb, 5120u);
     EXPECT_LT(parse({ { "GGML_XDNA_NPU_SHARE", "AUTO" } }).npu_share, 0.0);
+    EXPECT_DOUBLE_EQ(parse({ { "GGML_XDNA_GPU_SHARE", "0.25" } }).gpu_share, 0.25);
+    EXPECT_LT(parse({ { "GGML_XDNA_GPU_SHARE", "auto" } }).gpu_share, 0.0);
+    EXPECT_LT(parse({}).gpu_share, 0.0);
     EXPECT_DOUBLE_EQ(parse({ { "GGML_XDNA_NPU_DECODE", "0.25" } }).npu_decode, 0.25);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "emulator" } }).npu, npu_mode::emulator);
     EXPECT_EQ(parse({ { "GGML_XDNA_NPU", "Emulator" } }).npu, npu_mode::emulator);
@@ -105,7 +108,7 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         { "GGML_XDNA_NPU_CACHE_MB", "-1" }, { "GGML_XDNA_NPU_DECODE", "2" },
         { "GGML_XDNA_MIN_BATCH", "99999999999999999999" }, { "XDNA_TEST_TEAM_DRIVES", "2" },
         { "XDNA_TEST_MOE_MIN_TOKENS", "0" },
-        { "GGML_XDNA_NPU", "emu" },         { "GGML_XDNA_NPU", "1" },
+        { "GGML_XDNA_NPU", "emu" },         { "GGML_XDNA_NPU", "1" },          { "GGML_XDNA_GPU_SHARE", "2" },
     };
     const config def = parse({});
     for (const auto & kv : bad) {
@@ -121,6 +124,7 @@ TEST(config, malformed_values_warn_and_keep_the_default) {
         EXPECT_EQ(c.disable, def.disable);
         EXPECT_EQ(c.min_batch, def.min_batch);
         EXPECT_EQ(c.npu_share, def.npu_share);
+        EXPECT_EQ(c.gpu_share, def.gpu_share);
         EXPECT_EQ(c.npu_cache_mb, def.npu_cache_mb);
         EXPECT_EQ(c.npu_decode, def.npu_decode);
         EXPECT_EQ(c.npu, def.npu);

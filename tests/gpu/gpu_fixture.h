@@ -1,7 +1,8 @@
 // The devices the GPU-worker tests run on, and multiplies to run.
 //
 // The device under test is XDNA_TEST_GPU, a GGML_XDNA_GPU-style setting (CUDA0, Vulkan0, ...); unset or "rpc", the
-// test starts a ggml-rpc-server on loopback (XDNA_TEST_RPC_SERVER) and uses it as the GPU. The CPU device is tested
+// test starts a ggml-rpc-server on loopback (XDNA_TEST_RPC_SERVER) and uses it as the GPU. XDNA_TEST_GPU_LIB names a
+// backend library to load besides the pinned build's (libggml-vulkan.so of the same release). The CPU device is tested
 // as well: it is the one device here that maps host memory, so it covers the worker's mapped path.
 #pragma once
 
@@ -36,6 +37,11 @@ inline gpu_env & env() {
     static gpu_env e = [] {
         gpu_env g;
         ggml_backend_load_all_from_path(XDNA_TEST_LLAMA_BIN);
+        // a GPU backend built elsewhere (the Vulkan backend of the same release, tests/gpu/vulkan-env.sh)
+        if (const char * lib = getenv("XDNA_TEST_GPU_LIB"); lib && *lib && !ggml_backend_load(lib)) {
+            g.error = std::string("cannot load ") + lib;
+            return g;
+        }
         g.cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
         if (g.cpu_dev) {
             auto get_extra = (ggml_backend_dev_get_extra_bufts_t) ggml_backend_reg_get_proc_address(

@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "planner/planner.h"
 #include "workers/gpu/gpu_worker.h"
+#include "workers/gpu/llama_layers.h"
 
 #include "ggml-backend-impl.h"
 
@@ -67,15 +68,16 @@ ggml_backend_reg_t fake_reg(std::vector<fake_device> devs) {
 }  // namespace
 
 // A discrete GPU is faster through llama.cpp's own offload than as a worker with a share of the rows: by default the
-// worker takes only an integrated GPU (shared memory), and a discrete one only when named.
+// worker takes only an integrated GPU (shared memory), and a discrete one only when named. So is Mesa's lavapipe, a
+// CPU-type Vulkan device that ggml-vulkan reports as a GPU (registered here when the device under test is Vulkan0).
 TEST(gpu_device_choice, automatic_takes_only_an_integrated_gpu) {
     env();
     for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
         const auto t = ggml_backend_dev_type(ggml_backend_dev_get(i));
-        ASSERT_TRUE(t != GGML_BACKEND_DEVICE_TYPE_GPU && t != GGML_BACKEND_DEVICE_TYPE_IGPU)
-            << "the test adds its own GPUs; this registry has one already: " << ggml_backend_dev_name(ggml_backend_dev_get(i));
+        ASSERT_NE(t, GGML_BACKEND_DEVICE_TYPE_IGPU)
+            << "the test adds its own integrated GPU; this registry has one already: " << ggml_backend_dev_name(ggml_backend_dev_get(i));
     }
-    EXPECT_EQ(choose_gpu_device("").dev, nullptr);   // no GPU at all (the RPC server is private)
+    EXPECT_EQ(choose_gpu_device("").dev, nullptr);   // no integrated GPU (the RPC server is private; lavapipe a GPU)
 
     ggml_backend_register(fake_reg({ { "FakeDiscrete0", GGML_BACKEND_DEVICE_TYPE_GPU } }));
     ggml_backend_dev_t discrete = ggml_backend_dev_by_name("FakeDiscrete0");
@@ -90,6 +92,21 @@ TEST(gpu_device_choice, automatic_takes_only_an_integrated_gpu) {
     EXPECT_TRUE(c.error.empty()) << c.error;
     ASSERT_NE(c.dev, nullptr);
     EXPECT_STREQ(ggml_backend_dev_name(c.dev), "FakeIntegrated0");   // after the discrete one, and still chosen
+}
+
+// An integrated GPU chosen by default stays llama.cpp's where llama.cpp puts layers on it: this process was given no
+// -ngl, which in llama.cpp's tools means every layer that fits (llama_layers.h), so no worker is made; named, it is.
+TEST(gpu_device_choice, the_default_igpu_stays_off_where_llama_cpp_puts_layers_on_it) {
+    env();
+    ASSERT_TRUE(xdna::llama_layers_of_this_process().on_gpu) << "run without -ngl 0";
+    if (!ggml_backend_dev_by_name("FakeIntegrated1")) {
+        ggml_backend_register(fake_reg({ { "FakeIntegrated1", GGML_BACKEND_DEVICE_TYPE_IGPU } }));
+    }
+    config cfg;
+    ASSERT_NE(choose_gpu_device(cfg.gpu).dev, nullptr) << "an integrated GPU is the default device";
+    EXPECT_EQ(make_gpu_worker(cfg), nullptr) << "a worker on the iGPU llama.cpp puts its layers on";
+    cfg.gpu = "none";
+    EXPECT_EQ(make_gpu_worker(cfg), nullptr);
 }
 
 TEST(gpu_device_choice, a_name_selects_that_device) {
@@ -157,10 +174,12 @@ struct split_run {
 
 // One multiply through the engine with the fake NPU (fixed half of the rows when it joins), the GPU worker on
 // `gpu_dev` and the CPU worker; the result must equal the stock CPU's.
-split_run run_split(mm_tensors & mm, ggml_backend_dev_t gpu_dev) {
+split_run run_split(mm_tensors & mm, ggml_backend_dev_t gpu_dev, double npu_min_gflop = 4.0) {
     const std::vector<float> ref = cpu_reference(mm);
     planner_options po;
     po.npu_share = 0.5;
+    po.gpu_npu_min_gflop = npu_min_gflop;
+    po.gpu_share = 0.5;   // of the rows the NPU leaves: fixed, so every worker takes rows
     split_planner planner(po);
     std::unique_ptr<cpu_worker> cpu = cpu_worker::create(env().cpu_dev);
     recording_npu npu;
@@ -202,15 +221,20 @@ TEST(gpu_split, a_large_multiply_goes_to_all_three) {
     EXPECT_EQ(s.cpu, 1);
 }
 
-// Repacked weights: the GPU cannot read them, so the NPU and the CPU share the multiply whatever its size.
-TEST(gpu_split, repacked_weights_go_to_npu_and_cpu_only) {
+// Repacked weights (x86's default layout of Q4_0): the GPU takes rows of them too (the repack inverted in its copy),
+// so the NPU rule applies as to any other weight, and with the NPU let in all three share the multiply.
+TEST(gpu_split, repacked_weights_go_to_the_gpu_too) {
     if (!env().gpu_dev) FAIL() << env().error;
     if (!env().repack_buft) GTEST_SKIP() << "this CPU backend has no CPU_REPACK buffer type";
     mm_tensors mm({ GGML_TYPE_Q4_0, 512, 512, 32 }, env().repack_buft);
     if (ggml_get_first_tensor(mm.wctx)->extra == nullptr) GTEST_SKIP() << "Q4_0 is not repacked by this CPU build";
-    const split_run s = run_split(mm, env().gpu_dev);
+    split_run s = run_split(mm, env().gpu_dev);
+    EXPECT_EQ(s.npu, 0) << "a small multiply beside the GPU";
+    EXPECT_EQ(s.gpu, 1);
+    s = run_split(mm, env().gpu_dev, 0.0);
     EXPECT_EQ(s.npu, 256);
-    EXPECT_EQ(s.gpu, 0);
+    EXPECT_EQ(s.gpu, 1);
+    EXPECT_EQ(s.cpu, 1);
 }
 
 // Any TCP server that accepts connections but never answers (the connection check alone passes it): ggml-rpc would

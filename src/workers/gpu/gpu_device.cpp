@@ -1,6 +1,7 @@
 #include "workers/gpu/gpu_device.h"
 
 #include "workers/gpu/gpu_worker.h"
+#include "workers/gpu/llama_layers.h"
 #include "workers/gpu/rpc_endpoint.h"
 
 #include "config/config.h"
@@ -99,6 +100,18 @@ worker * make_gpu_worker(const config & cfg) {
         return nullptr;
     }
     if (!c.dev) return nullptr;
+    if (cfg.gpu.empty()) {
+        // the default device: an integrated GPU that llama.cpp itself computes layers on stays llama.cpp's (a second
+        // instance there would hold a second copy of weights in the same memory for the few multiplies left on the
+        // host); named, it is used whatever llama.cpp does
+        const llama_layers l = llama_layers_of_this_process();
+        if (l.on_gpu) {
+            XDNA_LOG_INFO("no GPU worker on %s: llama.cpp puts model layers on its GPU (%s); with -ngl 0 the worker "
+                          "takes rows of the prompt's multiplies there, and GGML_XDNA_GPU=%s uses it anyway",
+                          ggml_backend_dev_name(c.dev), l.why.c_str(), ggml_backend_dev_name(c.dev));
+            return nullptr;
+        }
+    }
     gpu_worker_options opts;
     opts.cache_bytes = cfg.gpu_cache_mb << 20;
     if (c.rpc) {

@@ -1,6 +1,8 @@
 // Which device the GPU worker runs on (GGML_XDNA_GPU), and creating the process's GPU worker.
 //
-//   (empty)          the first integrated GPU registered with ggml (shared memory); a discrete GPU only when named
+//   (empty)          the first integrated GPU registered with ggml (shared memory), unless llama.cpp puts model layers
+//                    on a GPU itself (its -ngl, llama_layers.h); a discrete GPU, or a CPU-type Vulkan device such as
+//                    Mesa's lavapipe (which ggml-vulkan reports as a GPU), only when named
 //   none             no GPU worker
 //   rpc:HOST:PORT    a ggml RPC server (ggml-rpc-server): added through the "RPC" registry's
 //                    ggml_backend_rpc_add_server, used privately (not registered, so llama.cpp never places layers on
@@ -8,8 +10,8 @@
 //   NAME             the registered device of that name (case-insensitive: CUDA0, Vulkan0, RPC0, or CPU as a stand-in
 //                    that maps host memory)
 //
-// A device llama.cpp also uses for layers (-ngl) stays llama.cpp's: the worker is a second, private instance on it
-// and only ever sees multiplies whose weights are in host memory.
+// A device llama.cpp also uses for layers (-ngl) stays llama.cpp's by default. Named, the worker is a second, private
+// instance on it and only ever sees multiplies whose weights are in host memory.
 #pragma once
 
 #include "workers/worker.h"

@@ -2,13 +2,16 @@
 
 #include "workers/gpu/weight_cache.h"
 
+#include "convert/xdna_convert.h"
 #include "os/os.h"
+
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/trace.h"
 
 #include "ggml-backend-impl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -40,7 +43,11 @@ const void * packed(const ggml_tensor * t, std::vector<uint8_t> & staging) {
 // lies in them). Null when the device refuses (Vulkan needs its import alignment and the extension).
 struct host_mapping {
     ggml_backend_buffer_t buf = nullptr;
+    uintptr_t             begin = 0;   // the host address the buffer starts at
     ~host_mapping() { if (buf) ggml_backend_buffer_free(buf); }
+    // The tensor address of host address `p` in the buffer: its base plus the offset. Not `p` itself: a Vulkan buffer's
+    // base is a placeholder address of its own, whatever host memory it imports.
+    void * at(const void * p) const { return (char *) ggml_backend_buffer_get_base(buf) + ((uintptr_t) p - begin); }
 };
 
 bool map_host_range(ggml_backend_dev_t dev, const void * ptr, size_t size, host_mapping & m) {
@@ -48,8 +55,23 @@ bool map_host_range(ggml_backend_dev_t dev, const void * ptr, size_t size, host_
     const uintptr_t begin = (uintptr_t) ptr / page * page;
     const uintptr_t end   = align_up((uintptr_t) ptr + size, page);
     m.buf = ggml_backend_dev_buffer_from_host_ptr(dev, (void *) begin, end - begin, end - begin);
+    m.begin = begin;
     return m.buf != nullptr;
 }
+
+bool is_vulkan(ggml_backend_dev_t dev) {
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    return reg && strcmp(ggml_backend_reg_name(reg), "Vulkan") == 0;
+}
+
+// Backends whose buffer_from_host_ptr works although their caps say no (caps.buffer_from_host_ptr is about model
+// files there): ggml-vulkan.
+bool maps_without_cap(ggml_backend_dev_t dev) { return is_vulkan(dev); }
+
+// Backends whose MUL_MAT_ID reads the experts of its weight as if they were dense (the expert stride ne1 * nb1, not
+// nb2): a view of some rows of every expert gives wrong results there (measured on ggml-vulkan: rows [0, 17) of 64
+// rows, 4 experts, normalized error 1.4), so the worker gives them a dense copy of those rows (weight_cache::get).
+bool reads_experts_dense(ggml_backend_dev_t dev) { return is_vulkan(dev); }
 
 }  // namespace
 
@@ -160,10 +182,18 @@ gpu_worker::gpu_worker(ggml_backend_dev_t dev, gpu_worker_options opts) : p(new 
     p->buft = ggml_backend_dev_buffer_type(dev);
     p->cache = std::make_unique<gpu::weight_cache>(p->buft, opts.cache_bytes);
 
-    // several backends leave buffer_from_host_ptr NULL (CUDA, RPC) and the wrapper does not check: ask the caps first
+    // several backends leave buffer_from_host_ptr NULL (CUDA, RPC) and the wrapper does not check: look first.
+    // Vulkan has it but says caps.buffer_from_host_ptr = false (llama.cpp reads that cap to decide on mapping model
+    // files, which Vulkan imports only page-aligned): it maps what it can (VK_EXT_external_memory_host, aligned ranges)
+    // and returns null otherwise, and the worker then copies (build_graph). It maps only on an integrated GPU, whose
+    // memory is the host's: a discrete GPU would read imported memory over the bus at every access, and on Mesa's
+    // lavapipe (a CPU-type device) test-backend-ops' MUL_MAT cases crashed in lavapipe's own threads with mapped
+    // activations (one multiply of 1 x 2,048 x 8,192 after some hundred others; never alone): tests ask for it there.
     ggml_backend_dev_props props;
     ggml_backend_dev_get_props(dev, &props);
-    map_host = opts.map_host && props.caps.buffer_from_host_ptr && dev->iface.buffer_from_host_ptr != nullptr;
+    const bool vulkan_maps = maps_without_cap(dev) && (props.type == GGML_BACKEND_DEVICE_TYPE_IGPU || opts.map_any_vulkan);
+    map_host = opts.map_host && dev->iface.buffer_from_host_ptr != nullptr &&
+               (props.caps.buffer_from_host_ptr || vulkan_maps);
 
     ggml_init_params params = {
         /* .mem_size   = */ ggml_tensor_overhead() * 16 + ggml_graph_overhead_custom(16, false),
@@ -194,9 +224,14 @@ bool gpu_worker::accepts(const multiply & m) const {
     if (m.twin) return false;   // one multiply at a time (takes_pairs): the engine pairs none next to this worker
     if (lost) return false;     // the device is gone: the planner gives its rows to the others
     const ggml_tensor * base = w->view_src ? w->view_src : w;
-    // the device copy is made from the weight's bytes: only plain host memory can be read that way. The CPU's
-    // CPU_REPACK (and AMX) buffers are not host buffers in ggml's sense: their layout is the CPU kernels' own.
-    if (!base->buffer || !ggml_backend_buffer_is_host(base->buffer)) return false;
+    // the device copy is made from the weight's bytes: plain host memory, or the CPU's repacked layout, which the
+    // copy inverts exactly (weight_cache.h) where the probe verified the inverse for this type. Other CPU buffers that
+    // are not host buffers in ggml's sense (AMX) have layouts of their own: refused.
+    if (m.repacked) {
+        if (w->view_src || !xdna_weight_convertible(w, nullptr)) return false;
+    } else if (!base->buffer || !ggml_backend_buffer_is_host(base->buffer)) {
+        return false;
+    }
     if (!ggml_is_contiguous(w) || w->data == nullptr) return false;
     if (!p->cache->fits(w)) return false;   // larger than the whole budget: it would be copied in on every call
     return ggml_backend_dev_supports_op(dev, node);
@@ -225,6 +260,7 @@ struct gpu_worker::call {
     host_mapping        x_map, d_map;
     bool                strided = false;                                // result rows read with one 2-D copy
     double              t_io = 0.0;
+    double              t_submitted = 0.0;                              // the graph queued (compute_rows)
 };
 
 work_result gpu_worker::failed(work_failure why, const char * detail, double t0) {
@@ -249,15 +285,16 @@ work_result gpu_worker::open_backend() {
 // copy node scatters it into the strided rows of the host result.
 work_result gpu_worker::build_graph(call & c) {
     const ggml_tensor * node = c.node, * w = node->src[0], * src1 = node->src[1];
-    c.weight = p->cache->get(w);
-    if (!c.weight.tensor) return work_result::failed(work_failure::device_memory, "for the weight");
     const bool is_id = node->op == GGML_OP_MUL_MAT_ID;
+    const bool slice = is_id && reads_experts_dense(dev) && c.rows.size() != w->ne[1];
+    c.weight = slice ? p->cache->get(w, c.rows.begin, c.rows.end) : p->cache->get(w);
+    if (!c.weight.tensor) return work_result::failed(work_failure::device_memory, "for the weight");
     const ggml_tensor * ids = is_id ? node->src[2] : nullptr;
     ggml_context * ctx = p->ctx;
     ggml_reset(ctx);
     const ggml_tensor * dw = c.weight.tensor;
     c.wv  = ggml_view_3d(ctx, c.weight.tensor, w->ne[0], c.rows.size(), w->ne[2], dw->nb[1], dw->nb[2],
-                         c.rows.begin * dw->nb[1]);
+                         (slice ? 0 : c.rows.begin) * dw->nb[1]);
     c.x   = ggml_new_tensor(ctx, GGML_TYPE_F32, GGML_MAX_DIMS, src1->ne);
     c.xi  = is_id ? ggml_new_tensor(ctx, GGML_TYPE_I32, GGML_MAX_DIMS, ids->ne) : nullptr;
     c.out = is_id ? ggml_mul_mat_id(ctx, c.wv, c.x, c.xi) : ggml_mul_mat(ctx, c.wv, c.x);
@@ -296,8 +333,8 @@ work_result gpu_worker::place_tensors(call & c) {
     if (!p->ensure_scratch(need)) return work_result::failed(work_failure::device_memory, "for the activations");
     size_t offset = 0;
     if (c.mapped) {
-        ggml_backend_tensor_alloc(c.x_map.buf, c.x, const_cast<void *>(c.node->src[1]->data));
-        ggml_backend_tensor_alloc(c.d_map.buf, c.dv, (char *) c.node->data + c.rows.begin * c.node->nb[0]);
+        ggml_backend_tensor_alloc(c.x_map.buf, c.x, c.x_map.at(c.node->src[1]->data));
+        ggml_backend_tensor_alloc(c.d_map.buf, c.dv, c.d_map.at((char *) c.node->data + c.rows.begin * c.node->nb[0]));
     } else {
         p->place(c.x, offset);
     }
@@ -324,6 +361,7 @@ work_result gpu_worker::compute_rows(call & c) {
         ggml_backend_synchronize(p->backend);
         return work_result::failed(work_failure::device_run);
     }
+    c.t_submitted = now_seconds();
     if (c.mapped) {
         ggml_backend_synchronize(p->backend);
         return {};
@@ -372,8 +410,13 @@ work_result gpu_worker::run(const multiply & m, row_range rows) {
     }
     // the planner learns a steady speed: a weight's first copy is a one-time cost and is left out, while a copy
     // after an eviction (the budget is too small for the working set) is part of what this worker costs
+    // What does not grow with the rows is measured apart, as the NPU's is: everything up to the queued graph (the
+    // weight's lookup, the graph, mapping or copying the activations, the submit). The rest, the computation and the
+    // result rows, grows with them. The planner learns the two apart (planner_gpu.cpp).
+    const double first_copy = c.weight.uploaded && !c.weight.again ? c.weight.upload_seconds : 0.0;
     work_result res;
-    res.seconds = t1 - c.t0 - (c.weight.uploaded && !c.weight.again ? c.weight.upload_seconds : 0.0);
+    res.seconds = t1 - c.t0 - first_copy;
+    res.fixed_seconds = std::max(0.0, c.t_submitted - c.t0 - first_copy);
     return res;
 }
 

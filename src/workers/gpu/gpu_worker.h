@@ -3,11 +3,13 @@
 //
 // Each weight is copied to the device once, whole (weight_cache, least recently used out), and the worker computes a
 // one-node graph on a view of its rows. Activations and result rows are mapped in place where the device can map host
-// memory (checked in its caps first: several backends crash when asked), and copied in and out otherwise. It never
-// makes a result wrong: any failure is reported and the engine recomputes those rows on the CPU.
+// memory (checked first: several backends crash when asked; Vulkan maps page-aligned ranges although its caps say no),
+// and copied in and out otherwise. It never makes a result wrong: any failure is reported and the engine recomputes
+// those rows on the CPU.
 //
-// It cannot read the CPU backend's repacked weights (CPU_REPACK is not host-readable memory in the ggml sense), so it
-// refuses those multiplies; the planner then splits them between the CPU and the NPU only.
+// A weight in the CPU backend's repacked layout (CPU_REPACK) is copied to the device as its plain ggml blocks, the
+// repack inverted exactly (weight_cache.h), so the GPU takes rows of the x86 default layouts of Q4_0, Q4_K, IQ4_NL and
+// MXFP4 too.
 #pragma once
 
 #include "workers/async_worker.h"
@@ -24,6 +26,7 @@ namespace xdna {
 struct gpu_worker_options {
     size_t cache_bytes = size_t(2048) << 20;   // GGML_XDNA_GPU_CACHE_MB
     bool   map_host    = true;                 // map activations and results where the device can (false: always copy)
+    bool   map_any_vulkan = false;             // tests: map on any Vulkan device (by default only on an integrated one)
     // How result rows come back where they are copied: straight into their strided place (backends with 2-D copies:
     // CUDA, Vulkan), or one contiguous read and a scatter on the host. `automatic` times both on the first runs and
     // keeps the faster (a 2-D copy into pageable memory is not always the fast one).

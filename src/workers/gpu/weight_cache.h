@@ -2,9 +2,13 @@
 // and kept while it fits the budget (GGML_XDNA_GPU_CACHE_MB), least recently used out. The worker then reads a view
 // of whichever rows the planner gives it, so a changing split never costs another copy.
 //
-// A weight is known by its host address, size, type and shape, plus a fingerprint of sampled bytes: host memory that
-// is freed and reused for another tensor of the same shape (test-backend-ops does this with every case) must not be
-// served the old copy.
+// A weight is known by its host address, size, type, shape and layout, plus a fingerprint of sampled bytes: host memory
+// that is freed and reused for another tensor of the same shape (test-backend-ops does this with every case) must not
+// be served the old copy.
+//
+// A weight in the CPU backend's repacked layout (CPU_REPACK: 8 rows interleaved) is copied in as its plain ggml blocks,
+// the exact inverse of the repack (src/convert): the device reads only ggml's own layouts, and a view of any rows of
+// the plain copy is a valid weight, so the GPU's rows need no 8-row alignment.
 #pragma once
 
 #include "ggml-backend.h"
@@ -31,7 +35,10 @@ class weight_cache {
     };
 
     // The device copy of host weight `w`, copied in (after evicting the least recently used copies) when absent.
-    lookup get(const ggml_tensor * w);
+    // With rows [r0, r1) (r1 > 0): a copy of only those rows of every expert, dense ([K, r1 - r0, experts]), for a
+    // device whose MUL_MAT_ID reads a weight's experts as if they were dense (ggml-vulkan ignores the expert stride of a
+    // view): a copy per row range, kept like the others, so a boundary that moves costs one more copy.
+    lookup get(const ggml_tensor * w, int64_t r0 = 0, int64_t r1 = 0);
 
     // Whether `w` could be held at all (its device size is within the budget).
     bool fits(const ggml_tensor * w) const;
@@ -49,6 +56,8 @@ class weight_cache {
         size_t       bytes;
         int          type;
         int64_t      ne[4];
+        bool         repacked;
+        int64_t      r0, r1;   // a copy of these rows of every expert (r1 == 0: whole)
         bool operator==(const key_t & o) const;
     };
     struct key_hash {
@@ -63,9 +72,10 @@ class weight_cache {
         ggml_tensor *         tensor;
     };
 
-    static key_t key_of(const ggml_tensor * w);
+    static key_t key_of(const ggml_tensor * w, int64_t r0, int64_t r1);
     static uint64_t fingerprint_of(const ggml_tensor * w);
     size_t device_size(const ggml_tensor * w) const;
+    static bool copy_in(ggml_tensor * dst, const ggml_tensor * w, bool repacked, int64_t r0, int64_t r1);
     void evict_lru();
     void release(entry & e);
 
