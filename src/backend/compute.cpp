@@ -16,46 +16,14 @@ compute_engine::compute_engine(split_planner & planner, split_planner & decode_p
                                std::vector<worker *> others)
     : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)) {}
 
-void compute_engine::account(worker_kind kind, int64_t rows, const work_result & r) {
-    totals & t = sums[(int) kind];
-    t.runs++;
-    t.seconds += r.seconds;
-    if (r.team_results >= 0) {
-        t.driven++;
-        t.team_results += r.team_results;
-        t.team_seconds += r.team_seconds;
-    }
-    if (r.ok()) t.rows += rows; else t.failures++;
-}
-
 std::string compute_engine::summary() const {
-    std::string out;
-    for (worker_kind k : { worker_kind::npu, worker_kind::gpu, worker_kind::cpu }) {
-        const totals & t = sums[(int) k];
-        if (t.runs == 0) continue;
-        char buf[192];
-        snprintf(buf, sizeof(buf), "%s%s: %lld rows, %.3f s", out.empty() ? "" : " | ", worker_kind_name(k),
-                 (long long) t.rows, t.seconds);
-        out += buf;
-        if (t.busy > 0.0 && t.seconds > 0.0) {
-            snprintf(buf, sizeof(buf), " (device busy %.0f%%)", 100.0 * t.busy / t.seconds);
-            out += buf;
-        }
-        if (t.driven) {
-            snprintf(buf, sizeof(buf),
-                     " (driven by the CPU's team in %lld runs, %lld results taken between its slices in %.3f s)",
-                     (long long) t.driven, (long long) t.team_results, t.team_seconds);
-            out += buf;
-        }
-        if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed, redone on the CPU)";
-    }
     // the multiplies' own time tells the split's quality apart from the rest of a prompt (attention, norms), which
-    // moves as much from one process to the next as the splits differ (16-core host, -t 8: 173-187 ms of a 367-383
-    // ms prompt); a weight's first conversion for the NPU is paid once, so it is named apart
+    // moves from one process to the next as much as the splits differ; a weight's first conversion for the NPU is paid
+    // once, so it is named apart
     char head[160];
     snprintf(head, sizeof(head), "%lld multiplies in %.3f s (%.3f s of it where a weight was converted for a device); ",
              (long long) n_multiplies, wall_s, first_use_wall_s);
-    return head + (out.empty() ? std::string("no rows") : out);
+    return head + totals.line();
 }
 
 // Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
@@ -83,9 +51,9 @@ static int64_t npu_rows_of(const std::vector<worker *> & ws, const std::vector<r
 
 // The CPU's part, on this thread while the device workers run: its own rows, then, of a MUL_MAT_ID, the rows of the
 // NPU's range for the experts the planner gave the CPU whole.
-work_result compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
+work_record compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                                      const std::vector<row_range> & rows, const cpu_worker::driving * drive) {
-    work_result r;
+    work_record r;
     {
         trace::scope ts("cpu rows", own.size());
         r = cpu.compute(m, own, drive);
@@ -125,8 +93,8 @@ static int engine_slices(const multiply & m, int64_t npu_rows) {
 
 // A driven worker's end, once the CPU's rows are done: the calling thread finishes it (waiting for the device) and the
 // rest of the team takes parts of each result (help()), unless the CPU failed.
-work_result compute_engine::finish_driven(worker * w, bool cpu_ok) {
-    work_result r;
+work_record compute_engine::finish_driven(worker * w, bool cpu_ok) {
+    work_record r;
     bool ended = false;   // end() exactly once: the team's graph may report a failure (an abort) after running it
     if (cpu_ok) {
         cpu.run_on_threads([&r, &ended, w](int ith, int) {
@@ -192,105 +160,154 @@ void compute_engine::lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, 
     }
 }
 
+// Starts the device workers on their rows (the driven one on this thread, to be stepped by the CPU's team).
+void compute_engine::start_devices(call & c) {
+    const size_t n_dev = c.ws.size() - 1;
+    // the device workers taking rows on threads of their own have cores of their own where the team left one each
+    int threaded = 0;
+    for (size_t i = 0; i < n_dev; ++i) threaded += !c.rows[i].empty() && c.ws[i] != c.driven;
+    const int  spare = cpu.cores_to_spare();
+    const bool own_cores = spare >= threaded;
+    const int  idle = std::max(0, spare - threaded);   // for the device workers' host work
+    for (size_t i = 0; i < n_dev; ++i) {
+        if (c.rows[i].empty()) continue;
+        c.busy0[i] = c.ws[i]->device_busy_seconds();
+        c.ws[i]->own_core(own_cores);
+        c.ws[i]->idle_cores(c.ws[i]->shares_host_work() ? idle : 0);
+        if (c.ws[i] == c.driven) c.ws[i]->begin_driven(c.m, c.rows[i]);
+        else c.ws[i]->begin(c.m, c.rows[i]);
+    }
+}
+
+// The CPU's part on this thread, then the driven worker's end (the team takes its last results): the CPU's record,
+// its time its own rows'.
+work_record compute_engine::run_cpu(call & c) {
+    const size_t n_dev = c.ws.size() - 1;
+    cpu_worker::driving drive;
+    if (c.driven) {
+        drive.w      = c.driven;
+        drive.slices = engine_slices(c.m, npu_rows_of(c.ws, c.rows));
+    }
+    work_record r = cpu_part(c.m, c.rows[n_dev], c.ws, c.rows, c.driven ? &drive : nullptr);
+    if (c.driven) {
+        work_record & d = c.records[std::find(c.ws.begin(), c.ws.end(), c.driven) - c.ws.begin()];
+        d = finish_driven(c.driven, r.ok());
+        r.seconds = std::max(0.0, r.seconds - d.team_seconds);   // the CPU's own rows, for the planner
+    }
+    return r;
+}
+
+// The device workers' ends, each record completed; rows a worker failed on are redone on the CPU. The CPU worker's
+// team, idle now, first takes a share of their host work until they are done, where a core is free for the NPU
+// worker's thread beside it. Where the team took every core, its threads still spin and one more would take that
+// thread's core (so it is not lent then; at share 0.75, where the team was one thread short, lent is the faster).
+ggml_status compute_engine::collect_devices(call & c) {
+    const size_t n_dev = c.ws.size() - 1;
+    const bool lend = cpu.cores_to_spare() > 0;
+    for (size_t i = 0; lend && i < n_dev; ++i) {
+        if (c.rows[i].empty() || !c.ws[i]->shares_host_work() || c.ws[i] == c.driven) continue;
+        worker * w = c.ws[i];
+        if (!cpu.run_on_threads([w](int, int) { w->help(); })) w->help();
+    }
+    for (size_t i = 0; i < n_dev; ++i) {
+        if (c.rows[i].empty()) continue;
+        work_record & r = c.records[i];
+        if (c.ws[i] != c.driven) r = c.ws[i]->end();
+        complete(c, i, r);
+        if (c.busy0[i] >= 0.0) r.busy_seconds = c.ws[i]->device_busy_seconds() - c.busy0[i];
+    }
+    // every worker ended first: none is left writing into the result, whatever a redo returns
+    for (size_t i = 0; i < n_dev; ++i) {
+        const work_record & r = c.records[i];
+        if (c.rows[i].empty() || r.ok()) continue;
+        // the result must still be right: the CPU redoes these rows
+        XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", c.ws[i]->name(),
+                      c.m.key.str().c_str(), r.why().c_str());
+        const work_record redo = cpu.compute(c.m, c.rows[i]);
+        if (!redo.ok()) return redo.status;
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+void compute_engine::complete(const call & c, size_t i, work_record & r) const {
+    r.kind  = c.ws[i]->kind();
+    r.rows  = c.rows[i];
+    r.nodes = c.m.nodes();
+}
+
+// Every record of the multiply to the report's totals and the planner, and its wall time to the planner.
+void compute_engine::learn(call & c, split_planner & planner, double wall, bool once_on_cpu) {
+    bool first_use = false;   // a device worker did one-time work (converted a weight) beside the CPU's part
+    for (size_t i = 0; i < c.records.size(); ++i) {
+        if (c.rows[i].empty()) continue;
+        const work_record & r = c.records[i];
+        totals.add(r);
+        if (r.kind == worker_kind::cpu) continue;
+        first_use = first_use || r.once_seconds > 0.0;
+        planner.learn(c.m.key, r);
+    }
+    // The CPU's time is learned unless a device worker converted a weight beside it: that one-time burst takes a core
+    // the CPU's threads then wait for (the first prompt's multiplies many times slower), and the first measurements of
+    // a shape would seed every other shape with it.
+    if (!first_use) planner.learn(c.m.key, c.records.back());
+    // what the multiply cost as a whole, unless one-time work (a weight's first conversion) is in it
+    wall_s += wall;
+    if (first_use || once_on_cpu) first_use_wall_s += wall;
+    else planner.report_outcome(c.m.key, npu_rows_of(c.ws, c.rows), wall);
+}
+
+// The multiply's event on the timeline, from its records: who took which rows, in what time.
+void compute_engine::trace_multiply(const call & c, const ggml_tensor * twin, double t_start, plan_reason why) const {
+    std::string text = std::string(c.m.node->name) + (twin ? std::string(" + ") + twin->name : "") + ": " +
+                       c.m.key.str() + ": npu " + std::to_string(npu_rows_of(c.ws, c.rows)) + " rows (" +
+                       plan_reason_name(why) + ")";
+    for (size_t i = 0; i < c.records.size(); ++i) {
+        const work_record & r = c.records[i];
+        if (c.rows[i].empty()) continue;
+        char buf[96];
+        snprintf(buf, sizeof(buf), "; %s %lld rows in %.3f ms%s", worker_kind_name(r.kind), (long long) r.rows.size(),
+                 1e3 * r.seconds, r.ok() ? "" : " (failed)");
+        text += buf;
+    }
+    trace::add("multiply", t_start, now_seconds(), c.m.key.rows, text);
+}
+
 ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor * twin) {
     n_multiplies += twin ? 2 : 1;
     trace::name_thread("llama.cpp thread: CPU worker");
     const double t_start = trace::on() ? now_seconds() : 0.0;
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
-    multiply m = describe_multiply(node, twin);
-    planner.assign_experts(m);
+    call c{ describe_multiply(node, twin) };
+    planner.assign_experts(c.m);
 
-    std::vector<worker *>    ws;
     std::vector<plan_worker> pw;
-    participants(m, ws, pw);
+    participants(c.m, c.ws, pw);
     plan_reason why = plan_reason::no_npu;
     const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
-    const std::vector<row_range> rows = planner.plan(m.key, node->src[0]->ne[1], pw, &why);
-
-    worker * driven = driven_worker(ws, rows);
+    c.rows    = planner.plan(c.m.key, node->src[0]->ne[1], pw, &why);
+    c.records.assign(c.ws.size(), work_record{});
+    c.busy0.assign(c.ws.size(), -1.0);
+    c.driven  = driven_worker(c.ws, c.rows);
     bool once_on_cpu = false;   // the CPU's threads did one-time work for a device worker
-    lend_cpu_threads(m, rows.back().empty(), driven != nullptr, once_on_cpu);
+    lend_cpu_threads(c.m, c.rows.back().empty(), c.driven != nullptr, once_on_cpu);
 
     // start the device workers, then do the CPU's part here, then collect
-    const size_t n_dev = ws.size() - 1;
-    std::vector<double> busy0(n_dev, -1.0);
-    // the device workers taking rows on threads of their own have cores of their own where the team left one each
-    int threaded = 0;
-    for (size_t i = 0; i < n_dev; ++i) threaded += !rows[i].empty() && ws[i] != driven;
-    const int  spare = cpu.cores_to_spare();
-    const bool own_cores = spare >= threaded;
-    const int  idle = std::max(0, spare - threaded);   // for the device workers' host work
-    for (size_t i = 0; i < n_dev; ++i) {
-        if (rows[i].empty()) continue;
-        busy0[i] = ws[i]->device_busy_seconds();
-        ws[i]->own_core(own_cores);
-        ws[i]->idle_cores(ws[i]->shares_host_work() ? idle : 0);
-        if (ws[i] == driven) ws[i]->begin_driven(m, rows[i]);
-        else ws[i]->begin(m, rows[i]);
-    }
-    cpu_worker::driving drive;
-    if (driven) {
-        drive.w      = driven;
-        drive.slices = engine_slices(m, npu_rows_of(ws, rows));
-    }
-    work_result cpu_res = cpu_part(m, rows[n_dev], ws, rows, driven ? &drive : nullptr);
-    std::vector<work_result> dev_res(n_dev);
-    if (driven) {
-        work_result & r = dev_res[std::find(ws.begin(), ws.end(), driven) - ws.begin()];
-        r = finish_driven(driven, cpu_res.ok());
-        cpu_res.seconds = std::max(0.0, cpu_res.seconds - r.team_seconds);   // the CPU's own rows, for the planner
-    }
+    start_devices(c);
+    const size_t n_dev = c.ws.size() - 1;
+    work_record & cpu_res = c.records[n_dev];
+    cpu_res = run_cpu(c);
+    complete(c, n_dev, cpu_res);
     if (!cpu_res.ok()) {
         // still collect the device workers before giving up, so none is left writing into the result
-        for (size_t i = 0; i < n_dev; ++i) if (!rows[i].empty() && ws[i] != driven) ws[i]->end();
-        XDNA_LOG_ERROR("CPU worker failed on %s: %s", m.key.str().c_str(), cpu_res.why().c_str());
+        for (size_t i = 0; i < n_dev; ++i) if (!c.rows[i].empty() && c.ws[i] != c.driven) c.ws[i]->end();
+        XDNA_LOG_ERROR("CPU worker failed on %s: %s", c.m.key.str().c_str(), cpu_res.why().c_str());
         return cpu_res.status;
     }
-    if (!rows[n_dev].empty()) account(worker_kind::cpu, rows[n_dev].size() * m.nodes(), cpu_res);
-
-    // The CPU worker's team is idle now: it takes a share of the device workers' host work until they are done, where
-    // a core is free for the NPU worker's thread beside it. Where the team took every core, its threads still spin
-    // and one more would take that thread's core (-t 16 of 16 cores, the NPU on every row, emulated at 3,140 GFLOP/s:
-    // 678 and 800 prompt tokens/s with this thread lent, 1,117 and 1,097 without; at share 0.75, where the team was
-    // one thread short, lent is the faster).
-    const bool lend = cpu.cores_to_spare() > 0;
-    for (size_t i = 0; lend && i < n_dev; ++i) {
-        if (rows[i].empty() || !ws[i]->shares_host_work() || ws[i] == driven) continue;
-        worker * w = ws[i];
-        if (!cpu.run_on_threads([w](int, int) { w->help(); })) w->help();
-    }
-    bool first_use = false;   // a device worker did one-time work (converted a weight) beside the CPU's part
-    for (size_t i = 0; i < n_dev; ++i) {
-        if (rows[i].empty()) continue;
-        const work_result r = ws[i] == driven ? dev_res[i] : ws[i]->end();
-        first_use = first_use || r.once_seconds > 0.0;
-        if (busy0[i] >= 0.0) sums[(int) ws[i]->kind()].busy += ws[i]->device_busy_seconds() - busy0[i];
-        planner.report(m.key, ws[i]->kind(), rows[i].size(), r.seconds - r.once_seconds, r.ok(),
-                       r.fixed_seconds >= 0.0 ? std::max(0.0, r.fixed_seconds - r.once_seconds) : -1.0);
-        account(ws[i]->kind(), rows[i].size() * m.nodes(), r);
-        if (r.ok()) continue;
-        // the result must still be right: the CPU redoes these rows
-        XDNA_LOG_WARN("%s worker failed on %s (%s); its rows are recomputed on the CPU", ws[i]->name(),
-                      m.key.str().c_str(), r.why().c_str());
-        const work_result redo = cpu.compute(m, rows[i]);
-        if (!redo.ok()) return redo.status;
-    }
-    const int64_t npu = npu_rows_of(ws, rows);
-    // The CPU's time is learned unless a device worker converted a weight beside it: that one-time burst takes a core
-    // the CPU's threads then wait for (-t 16 of 16 cores, the first prompt: 768 rows in 20 ms instead of 0.9), and the
-    // first measurements of a shape would seed every other shape with it.
-    if (!first_use) planner.report(m.key, worker_kind::cpu, rows[n_dev].size(), cpu_res.seconds);
-    // what the multiply cost as a whole, unless one-time work (a weight's first conversion) is in it
-    const double wall = now_seconds() - t_plan;
-    wall_s += wall;
-    if (first_use || once_on_cpu) first_use_wall_s += wall;
-    else planner.report_outcome(m.key, npu, wall);
-    prepare_npu_ahead(m, ws, npu, why);
-    if (trace::on()) {
-        const std::string names = std::string(node->name) + (twin ? std::string(" + ") + twin->name : "");
-        trace::add("multiply", t_start, now_seconds(), m.key.rows, names + ": " + m.key.str() + ": npu " +
-                   std::to_string(npu) + " rows (" + plan_reason_name(why) + ")");
-    }
+    const ggml_status st = collect_devices(c);
+    if (st != GGML_STATUS_SUCCESS) return st;
+    learn(c, planner, now_seconds() - t_plan, once_on_cpu);
+    prepare_npu_ahead(c.m, c.ws, npu_rows_of(c.ws, c.rows), why);
+    if (trace::on()) trace_multiply(c, twin, t_start, why);
     return GGML_STATUS_SUCCESS;
 }
 

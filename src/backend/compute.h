@@ -28,23 +28,30 @@ class compute_engine {
     bool idle() const { return n_multiplies == 0; }
 
   private:
-    struct totals {
-        int64_t rows = 0, runs = 0, failures = 0;
-        double  seconds = 0.0;
-        double  busy    = 0.0;   // its device busy meanwhile (the NPU's runs), when the worker can tell
-        int64_t driven = 0, team_results = 0;   // runs the CPU worker's team drove, and results it took meanwhile
-        double  team_seconds = 0.0;             // the team's time on those results (out of the CPU's own)
+    // One multiply on its way through compute(): its description, who takes part, their rows and records.
+    struct call {
+        multiply                 m;
+        std::vector<worker *>    ws;        // the device workers taking part, then the CPU worker
+        std::vector<row_range>   rows;      // the planner's, in that order
+        std::vector<work_record> records;   // in that order
+        std::vector<double>      busy0;     // each device's busy seconds when it began (< 0: not known)
+        worker *                 driven = nullptr;   // the device worker the CPU's team drives, if any
     };
-    void account(worker_kind kind, int64_t rows, const work_result & r);
+    void start_devices(call & c);
+    work_record run_cpu(call & c);
+    ggml_status collect_devices(call & c);
+    void complete(const call & c, size_t i, work_record & r) const;   // whose record it is
+    void learn(call & c, split_planner & planner, double wall, bool once_on_cpu);
+    void trace_multiply(const call & c, const ggml_tensor * twin, double t_start, plan_reason why) const;
     void participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
-    work_result cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
+    work_record cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                          const std::vector<row_range> & rows, const cpu_worker::driving * drive);
     worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;
-    work_result finish_driven(worker * w, bool cpu_ok);
+    work_record finish_driven(worker * w, bool cpu_ok);
     void lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, bool & once_on_cpu);
     void prepare_npu_ahead(const multiply & m, const std::vector<worker *> & ws, int64_t npu_rows, plan_reason why);
 
-    totals  sums[3];
+    work_totals totals;
     int64_t n_multiplies = 0;
     double  wall_s = 0.0, first_use_wall_s = 0.0;   // the multiplies' own time, and of it those that converted a weight
 

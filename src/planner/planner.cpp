@@ -336,21 +336,15 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
     return out;
 }
 
-void split_planner::report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok,
-                           double fixed_s) {
-    const int k = (int) kind;
-    if (rows <= 0 || k < 0 || k > 2) return;
+void split_planner::learn(const shape_key & key, const work_record & r) {
+    const int k = (int) r.kind;
+    // a failed run says nothing about speed (the engine decides about failures); a weight's first conversion is paid
+    // once, not per multiply: taken out of what is learned
+    if (!r.ok() || r.rows.empty() || k < 0 || k > 2) return;
+    const int64_t rows = r.rows.size();
+    const double seconds = r.seconds - r.once_seconds;
+    const double fixed_s = r.fixed_seconds >= 0.0 ? std::max(0.0, r.fixed_seconds - r.once_seconds) : -1.0;
     std::lock_guard<std::mutex> lock(mtx);
-    totals & t = sums[k];
-    t.runs++;
-    if (std::isfinite(seconds) && seconds > 0.0) t.seconds += seconds;
-    if (!ok) {
-        t.failures++;
-        return;   // a failed run says nothing about speed; the workers' owner decides about failures
-    }
-    t.rows += rows;
-    if (key.rows > 0) t.flops += key.flops() * (double) rows / (double) key.rows;
-
     shape_state & st = shapes[key];
     const double x = k == NPU ? npu_work(st, rows) : (double) rows;
     if (k == NPU && st.npu_cur == 0 && st.model[NPU].known() && seconds < 0.5 * npu_time(st, rows)) {

@@ -1,5 +1,5 @@
 // The split planner owns every decision about which worker computes which output rows of a multiply.
-// Workers only execute a row range and report how long it took; the planner learns from those reports.
+// Workers only execute a row range; the planner learns from the record of how it went (work_record.h).
 //
 // Rows are laid out NPU first, then GPU, then CPU: [0, npu) [npu, npu+gpu) [npu+gpu, n). The NPU gets whole
 // `npu_step`-row steps (possibly none, or every row); every worker's boundary respects its row alignment.
@@ -18,7 +18,8 @@
 #pragma once
 
 #include "planner/cost_model.h"
-#include "workers/worker.h"
+#include "workers/multiply.h"
+#include "workers/work_record.h"
 
 #include <cstdint>
 #include <functional>
@@ -91,11 +92,11 @@ class split_planner {
     std::vector<row_range> plan(const shape_key & key, int64_t n_rows, const std::vector<plan_worker> & workers,
                                 plan_reason * why = nullptr);
 
-    // A worker finished `rows` rows of `key` in `seconds` (ok == false: it failed and the rows were redone elsewhere).
-    // `fixed_s` >= 0: the part of `seconds` that the worker measured as not growing with its rows (the NPU's set-up
-    // and last result): its model then learns that part and the cost per launch apart, from every measurement.
-    void report(const shape_key & key, worker_kind kind, int64_t rows, double seconds, bool ok = true,
-                double fixed_s = -1.0);
+    // What a worker's part of a multiply of `key` teaches the planner: its record (work_record.h) as the engine
+    // completed it. A failed part teaches nothing; a weight's first conversion in it (once_seconds) is left out. Where
+    // the record measures a fixed part apart (the NPU's set-up and last result), its model learns that part and the
+    // cost per launch apart, from every record.
+    void learn(const shape_key & key, const work_record & r);
 
     // A multiply of `key`, its NPU on `npu_rows` rows, took `seconds` from its plan to its end: every worker, the waits
     // between them (the engine's clock; without one-time work such as a weight's first
@@ -107,8 +108,8 @@ class split_planner {
     // there and stays for a while (plan_reason::neighbour_measured_faster), whatever the models say.
     void report_outcome(const shape_key & key, int64_t npu_rows, double seconds);
 
-    // One line: the mode, multiplies planned, shapes, share changes, re-probes, and per worker the rows, GFLOP and
-    // seconds it reported. For the end of a run (or whenever asked).
+    // One line: the mode, multiplies planned, shapes, share changes and the measurements it asked for. For the end of a
+    // run (or whenever asked); what each worker computed is the engine's line (work_totals).
     std::string summary() const;
 
     // One line per shape: its current split and what was learned (GGML_XDNA_DEBUG=1 at exit).
@@ -126,7 +127,7 @@ class split_planner {
     const planner_options & options() const { return opts; }
 
   private:
-    // indices of the per-worker arrays below (model, last, sums), by worker_kind
+    // indices of the per-worker arrays below (model, last), by worker_kind
     static constexpr int NPU = (int) worker_kind::npu, GPU = (int) worker_kind::gpu, CPU = (int) worker_kind::cpu;
 
     // The mean of the last few wall times (report_outcome). A mean, not the models' trimmed centre: where one multiply
@@ -189,7 +190,7 @@ class split_planner {
         // Seeded from the other shapes (seed_from_others) while it is young: the CPU alone, measured once per
         // process, is not measured again for this shape (seeded_alone); seed_done once it has its own measurements.
         bool          seeded_alone = false, seed_done = false;
-        int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a report teaches
+        int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a record teaches
         npu_cost_hint hint;                 // the NPU's, as last given
         int64_t       calls       = 0;
         int64_t       calls_here  = 0;      // of them in this process (not kept in the state file)
@@ -208,7 +209,7 @@ class split_planner {
         int64_t       alone_gap   = 0;      // multiplies between those measurements now
         int64_t       part_skipped = 0;     // multiplies since a part was last measured while the NPU takes every row
         int64_t       part_gap    = 0;      // multiplies between those measurements now
-        bool          part_probe  = false;  // the last plan was such a measurement (report: it may replace the models)
+        bool          part_probe  = false;  // the last plan was such a measurement (learn: it may replace the models)
         int64_t       explore_in  = 0;      // multiplies since the NPU last measured another size (auto_npu_rows)
         int64_t       explored    = 0;      // times it did
         int64_t       changes     = 0;      // times npu_cur changed after the first decision
@@ -229,10 +230,6 @@ class split_planner {
         int           near_side   = -1;         // 0: fewer rows, 1: more (-1: the side the models rank better)
         int64_t       near_skipped = 0, near_gap = 0;
         outcome_spell near_won;
-    };
-    struct totals {
-        int64_t rows = 0, runs = 0, failures = 0;
-        double  seconds = 0.0, flops = 0.0;
     };
 
     // What the workers beside the NPU (the CPU, or the CPU and a GPU) take for the rows it leaves them: a fixed part
@@ -286,7 +283,6 @@ class split_planner {
     planner_options opts;
     mutable std::mutex mtx;
     std::unordered_map<shape_key, shape_state, shape_key_hash> shapes;
-    totals  sums[3];
     int64_t n_plans = 0, n_reprobes = 0, n_explores = 0, n_alone = 0, n_kept_out = 0, n_whole_won = 0, n_near = 0, n_near_won = 0;
 };
 

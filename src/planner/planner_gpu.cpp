@@ -2,7 +2,7 @@
 //
 // A GPU costs a fixed part per multiply whatever its rows (the submit, the activations' copy or import, the wait for
 // the queue), which on an integrated GPU is of the order of the CPU's time for a few dozen rows. Where its worker
-// measures that part apart (work_result::fixed_seconds), the planner learns it as it learns the NPU's: a model of the
+// measures that part apart (work_record::fixed_seconds), the planner learns it as it learns the NPU's: a model of the
 // fixed part (x = 1: its slope is the typical fixed time) and one of the rows alone, so one size of multiply is enough
 // to tell the two apart. The boundary is then where the GPU's time and the CPU's cross, and no rows at all where the
 // fixed part costs more than the rows save (a small multiply beside a slow GPU).

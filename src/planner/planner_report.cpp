@@ -77,14 +77,6 @@ std::string split_planner::summary() const {
              (long long) n_alone, (long long) n_kept_out, (long long) n_whole_won,
              (long long) n_near, (long long) n_near_won);
     out += buf;
-    for (int k : { NPU, GPU, CPU }) {
-        const totals & t = sums[k];
-        if (t.runs == 0) continue;
-        snprintf(buf, sizeof(buf), " | %s: %lld rows, %.1f GFLOP, %.3f s", worker_kind_name((worker_kind) k),
-                 (long long) t.rows, t.flops * 1e-9, t.seconds);
-        out += buf;
-        if (t.failures) out += " (" + std::to_string(t.failures) + " runs failed)";
-    }
     return out;
 }
 

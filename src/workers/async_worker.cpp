@@ -55,7 +55,7 @@ void async_worker::begin(const multiply & m, row_range rows) {
     }
     if (!running) {
         // no thread (it failed to start, or was stopped): report instead of hanging
-        result  = work_result::failed(work_failure::device_unavailable, "its worker thread is not running");
+        result  = work_record::failed(work_failure::device_unavailable, "its worker thread is not running");
         done    = true;
         return;
     }
@@ -80,16 +80,16 @@ void async_worker::begin_driven(const multiply & m, row_range rows) {
     start_driven(m, rows);
 }
 
-work_result async_worker::end() {
+work_record async_worker::end() {
     std::unique_lock<std::mutex> lock(mtx);
     if (driven) {
         lock.unlock();
         const double t0 = now_seconds();
-        work_result r;
+        work_record r;
         try {
             r = finish_driven();
         } catch (const std::exception & e) {
-            r = work_result::failed(work_failure::device_run, e.what());
+            r = work_record::failed(work_failure::device_run, e.what());
         }
         if (r.seconds == 0.0) r.seconds = now_seconds() - t0;
         lock.lock();
@@ -104,7 +104,7 @@ work_result async_worker::end() {
         lock.lock();
     }
     cv.wait(lock, [this] { return done.load(); });
-    work_result r = result;
+    work_record r = result;
     owned = false;
     done  = false;
     cv.notify_all();
@@ -130,12 +130,12 @@ void async_worker::loop() {
             const double handed = handed_at;
             lock.unlock();
             const double t0 = now_seconds();
-            work_result r;
+            work_record r;
             try {
                 r = run(m, rows);
             } catch (const std::exception & e) {
                 // the workers catch their device's errors themselves; this is the last guard of the thread
-                r = work_result::failed(work_failure::device_run, e.what());
+                r = work_record::failed(work_failure::device_run, e.what());
             }
             if (r.seconds == 0.0) r.seconds = now_seconds() - t0;
             // the wait for this thread to run is part of what the work cost the caller: where cores are short it can

@@ -29,12 +29,12 @@ class async_worker : public worker {
     // The caller's team drives the work (worker.h) where the derived class can be driven: start_driven() on the
     // calling thread now, finish_driven() in end(); the worker's thread takes no part.
     void begin_driven(const multiply & m, row_range rows) final;
-    work_result end() final;
+    work_record end() final;
     void own_core(bool yes) final { spin.store(yes, std::memory_order_relaxed); }
 
   protected:
     // Computes `rows` of `m` on the worker thread.
-    virtual work_result run(const multiply & m, row_range rows) = 0;
+    virtual work_record run(const multiply & m, row_range rows) = 0;
 
     // Called by begin() on the caller's thread once the worker is the caller's (its thread idle: nothing else touches
     // the worker's state), before the work is handed over: what the caller's threads can prepare (the NPU: its
@@ -46,7 +46,7 @@ class async_worker : public worker {
     // Driven work (begin_driven), on the caller's thread after before_start(): set it up and start the device (a
     // failure is kept for finish_driven to return); then finish it, waiting for the device. Only where drivable().
     virtual void start_driven(const multiply & m, row_range rows) { (void) m; (void) rows; }
-    virtual work_result finish_driven() { return work_result::failed(work_failure::unsupported, "not drivable"); }
+    virtual work_record finish_driven() { return work_record::failed(work_failure::unsupported, "not drivable"); }
 
     // Derived classes start the thread once they are ready, and stop it in their destructor (before their members
     // go away).
@@ -70,7 +70,7 @@ class async_worker : public worker {
     const multiply *        job = nullptr;
     double                  handed_at = 0.0;   // when begin() handed the job to the thread
     row_range               job_rows;
-    work_result             result;
+    work_record             result;
 };
 
 }  // namespace xdna

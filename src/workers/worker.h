@@ -4,6 +4,7 @@
 #pragma once
 
 #include "workers/multiply.h"
+#include "workers/work_record.h"
 
 #include "ggml.h"
 
@@ -13,73 +14,12 @@
 
 namespace xdna {
 
-// Output rows [begin, end) of a multiply (for MUL_MAT_ID: the same rows of every expert).
-struct row_range {
-    int64_t begin = 0;
-    int64_t end   = 0;
-
-    int64_t size() const { return end - begin; }
-    bool empty() const { return end <= begin; }
-};
-
-enum class worker_kind { npu, gpu, cpu };
-
-const char * worker_kind_name(worker_kind kind);
-
 // A count of the graphs (splits) the backend has been handed, process-wide. While one graph runs, a tensor at one
 // address with one shape keeps its contents (ggml's allocator reuses memory only between graphs or after a tensor's
 // last use), so a worker may keep what it derived from an input, e.g. the converted activations shared by the FFN's
 // up and gate multiplies, for the rest of the graph. next_graph() is called when a graph arrives.
 uint64_t graph_epoch();
 void     next_graph();
-
-// Why a worker's part of a multiply failed. The status says what the engine does (ABORTED: the graph stops, as the
-// user asked; FAILED: the CPU redoes the rows); the reason says why, in the one log line.
-enum class work_failure {
-    none,
-    aborted,              // the abort callback asked to stop
-    cpu_backend,          // the private CPU backend failed (or could not be created)
-    misaligned_rows,      // rows off a repacked weight's 8-row groups, which would give garbage
-    no_kernel,            // no NPU kernel for this weight or shape
-    weight_conversion,    // the weight could not be converted for the device
-    device_memory,        // no device buffer or pinned memory to be had
-    device_run,           // the device failed to launch, run or finish in time
-    nonfinite_output,     // NaN, Inf or impossible values in the device's output
-    device_unavailable,   // the device could not be opened, or its worker's thread is not running
-    bad_routing,          // a MUL_MAT_ID's expert id out of range
-    unsupported,          // the device does not support this multiply
-};
-
-const char * work_failure_name(work_failure f);
-
-struct work_result {
-    ggml_status  status  = GGML_STATUS_SUCCESS;
-    work_failure reason  = work_failure::none;
-    std::string  detail;         // the particulars, for the log line (the device's own message); may be empty
-    double       seconds = 0.0;  // wall time of the worker's own part
-    // the part of `seconds` that does not grow with the rows (the NPU: its set-up before the first launch and its
-    // last result after the last run), measured apart so that the planner need not guess it; < 0: not measured
-    double       fixed_seconds = -1.0;
-    // the part of `seconds` spent on work done once for good (converting a weight into the NPU's cache): a cost of
-    // the first use, not of the multiply, which the planner must not learn from
-    double       once_seconds = 0.0;
-    // Driven by the CPU worker's team (worker::begin_driven): the part of the team's time spent on this worker's host
-    // work between its own slices of rows, which the CPU's time then includes and must not be learned as its own
-    double       team_seconds = 0.0;
-    int64_t      team_results = -1;   // driven: the results the team took between its slices (-1: not driven)
-
-    bool ok() const { return status == GGML_STATUS_SUCCESS; }
-    std::string why() const;   // "reason: detail", for the log
-
-    static work_result failed(work_failure reason, std::string detail = {}, double seconds = 0.0) {
-        work_result r;
-        r.status  = reason == work_failure::aborted ? GGML_STATUS_ABORTED : GGML_STATUS_FAILED;
-        r.reason  = reason;
-        r.detail  = std::move(detail);
-        r.seconds = seconds;
-        return r;
-    }
-};
 
 class worker {
   public:
@@ -104,7 +44,7 @@ class worker {
     virtual void begin(const multiply & m, row_range rows) = 0;
 
     // Waits for the work started by begin().
-    virtual work_result end() = 0;
+    virtual work_record end() = 0;
 
     // Whether the caller leaves the worker's own thread, if it has one, a core of its own in the multiplies it begins
     // from now on: that thread and the caller may then spin at their hand-offs instead of sleeping (async_worker.h).

@@ -65,7 +65,7 @@ TEST_P(repacked, cpu_worker_row_slices_are_bit_identical) {
     ggml_backend_tensor_set(rc.node, zero.data(), 0, zero.size());
     const int64_t cut = (c.m / 3) / 8 * 8;   // an uneven split on an 8-row boundary
     for (xdna::row_range r : { xdna::row_range{ 0, cut }, xdna::row_range{ cut, c.m } }) {
-        const xdna::work_result res = worker->compute(m, r);
+        const xdna::work_record res = worker->compute(m, r);
         ASSERT_TRUE(res.ok()) << res.why();
     }
     const std::vector<uint8_t> got = rc.result();

@@ -30,7 +30,7 @@ double time_worker(xdna::worker & w, mm_tensors & mm, int reps, bool * ok) {
         const double t0 = xdna::now_seconds();
         const xdna::multiply desc = xdna::describe_multiply(mm.node);
         w.begin(desc, { 0, mm.rows() });
-        const xdna::work_result r = w.end();
+        const xdna::work_record r = w.end();
         if (!r.ok()) {
             fprintf(stderr, "%s failed: %s\n", w.name(), r.why().c_str());
             *ok = false;

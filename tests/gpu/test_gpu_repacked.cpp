@@ -86,12 +86,11 @@ TEST_P(gpu_repacked, rows_match_the_cpu) {
         mm.fill_result(0.0f);
         const xdna::multiply desc = xdna::describe_multiply(mm.node);
         w.begin(desc, r);
-        const xdna::work_result res = w.end();
+        const xdna::work_record res = w.end();
         ASSERT_TRUE(res.ok()) << res.why();
         const std::vector<float> got = mm.result();
         EXPECT_LT(nmse_rows(ref, got, mm.rows(), r.begin, r.end), 5e-4) << "rows [" << r.begin << ", " << r.end << ")";
     }
-    EXPECT_EQ(w.stats().failures, 0);
 }
 
 static std::vector<repacked_case> repacked_cases() {

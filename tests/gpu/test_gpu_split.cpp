@@ -159,13 +159,13 @@ class recording_npu final : public worker {
     bool accepts(const xdna::multiply &) const override { return true; }
     int64_t row_align(const xdna::multiply &) const override { return 256; }
     void begin(const xdna::multiply & m, row_range rows) override { taken += rows.size(); last = cpu->compute(m, rows); }
-    work_result end() override { return last; }
+    work_record end() override { return last; }
 
     int64_t taken = 0;
 
   private:
     std::unique_ptr<cpu_worker> cpu;
-    work_result last;
+    work_record last;
 };
 
 struct split_run {
@@ -191,8 +191,8 @@ split_run run_split(mm_tensors & mm, ggml_backend_dev_t gpu_dev, double npu_min_
     EXPECT_LT(nmse_rows(ref, got, mm.rows(), 0, mm.rows()), 5e-4);
     split_run s;
     s.npu = npu.taken;
-    s.gpu = gpu.stats().runs > 0 ? 1 : 0;
     const std::string sum = engine.summary();
+    s.gpu = sum.find("gpu:") != std::string::npos;
     s.cpu = sum.find("cpu:") != std::string::npos;
     return s;
 }
@@ -276,7 +276,7 @@ struct own_rpc_worker {
     }
 };
 
-work_result run_rows(gpu_worker & w, mm_tensors & mm, row_range rows) {
+work_record run_rows(gpu_worker & w, mm_tensors & mm, row_range rows) {
     const xdna::multiply desc = xdna::describe_multiply(mm.node);
     w.begin(desc, rows);
     return w.end();
@@ -295,7 +295,7 @@ TEST(gpu_worker_rpc, a_killed_server_stops_the_worker_without_ending_the_process
     ASSERT_TRUE(o.w->accepts(xdna::describe_multiply(mm.node)));
     ASSERT_TRUE(run_rows(*o.w, mm, { 0, 64 }).ok());   // ggml-rpc now holds a connection and the weight
     o.server.kill_now();
-    const work_result r = run_rows(*o.w, mm, { 0, 64 });
+    const work_record r = run_rows(*o.w, mm, { 0, 64 });
     EXPECT_FALSE(r.ok());
     EXPECT_EQ(r.reason, work_failure::device_unavailable);
     EXPECT_FALSE(o.w->accepts(xdna::describe_multiply(mm.node))) << "a lost device must take no more work";
@@ -311,7 +311,7 @@ TEST(gpu_worker_rpc, a_server_killed_before_the_first_run_is_found_too) {
     ASSERT_TRUE(o.w) << "no server of its own";
     mm_tensors mm({ GGML_TYPE_Q8_0, 256, 64, 32 });
     o.server.kill_now();
-    const work_result r = run_rows(*o.w, mm, { 0, 64 });
+    const work_record r = run_rows(*o.w, mm, { 0, 64 });
     EXPECT_FALSE(r.ok());
     EXPECT_EQ(r.reason, work_failure::device_unavailable);
     o.w.reset();

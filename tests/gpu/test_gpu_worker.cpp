@@ -13,7 +13,7 @@
 using namespace xdna_test;
 using xdna::gpu_worker;
 using xdna::row_range;
-using xdna::work_result;
+using xdna::work_record;
 
 namespace {
 
@@ -65,7 +65,7 @@ void check_rows(gpu_worker & w, mm_tensors & mm, const std::vector<float> & ref,
     ASSERT_TRUE(w.accepts(xdna::describe_multiply(mm.node)));
     const xdna::multiply desc = xdna::describe_multiply(mm.node);
     w.begin(desc, rows);
-    const work_result r = w.end();
+    const work_record r = w.end();
     ASSERT_TRUE(r.ok()) << r.why();
     EXPECT_GT(r.seconds, 0.0);
     const std::vector<float> got = mm.result();
@@ -119,8 +119,6 @@ TEST_P(gpu_rows, match_the_cpu_and_touch_no_other_row) {
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(device_of(prm.dev));
     const bool per_range = prm.mm.experts > 0 && reg && strcmp(ggml_backend_reg_name(reg), "Vulkan") == 0;
     EXPECT_EQ(s.weight_uploads, per_range ? 4 : 1) << "the weight is copied to the device once, whatever the rows";
-    EXPECT_EQ(s.runs, 4);
-    EXPECT_EQ(s.failures, 0);
     if (prm.dev != dev_kind::under_test || device_must_map()) {
         EXPECT_EQ(s.mapped_runs, maps ? 4 : 0);
         EXPECT_EQ(s.strided_reads + s.scatter_reads, maps ? 0 : 4);
@@ -208,9 +206,8 @@ TEST(gpu_worker_accepts, refuses_weights_beyond_the_budget_and_fails_cleanly) {
     mm.fill_result(sentinel);
     const xdna::multiply desc = xdna::describe_multiply(mm.node);
     w.begin(desc, { 0, 256 });
-    const work_result r = w.end();
+    const work_record r = w.end();
     EXPECT_FALSE(r.ok());
     EXPECT_NE(r.reason, xdna::work_failure::none);
     for (float f : mm.result()) ASSERT_TRUE(is_sentinel(f));
-    EXPECT_EQ(w.stats().failures, 1);
 }

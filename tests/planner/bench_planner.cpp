@@ -1,5 +1,5 @@
 // The planner's own cost per multiply: plan() on a shape it knows (the common case: every multiply of a prompt after
-// the first few), report(), and the first plan of a new shape. `bench-planner` prints the numbers.
+// the first few), learn(), and the first plan of a new shape. `bench-planner` prints the numbers.
 #include "sim_workers.h"
 
 #include <benchmark/benchmark.h>
@@ -24,7 +24,7 @@ void learn(split_planner & p, const std::vector<plan_worker> & ws, int shapes, i
         const shape_key k = key_of(rows + 256 * s);
         for (int c = 0; c < 20; ++c) {
             const std::vector<row_range> r = p.plan(k, k.rows, ws);
-            for (size_t i = 0; i < ws.size(); ++i) p.report(k, ws[i].kind, r[i].size(), 1e-4 + 3e-6 * (double) r[i].size() * (double) (i + 1));
+            for (size_t i = 0; i < ws.size(); ++i) p.learn(k, work_record::measured(ws[i].kind, r[i].size(), 1e-4 + 3e-6 * (double) r[i].size() * (double) (i + 1)));
         }
     }
 }
@@ -44,7 +44,7 @@ void bm_report(benchmark::State & state) {
     const shape_key k = key_of(3072);
     double t = 1e-3;
     for (auto _ : state) {
-        p.report(k, worker_kind::npu, 2048, t);
+        p.learn(k, work_record::measured(worker_kind::npu, 2048, t));
         t = t * 1.0001;
     }
 }

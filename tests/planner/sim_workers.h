@@ -35,7 +35,7 @@ struct sim_worker {
     double  next_to_npu = 1.0;   // time multiplier while the NPU takes rows too (its host thread takes CPU time)
     double  fixed_next_to_npu = 0.0;   // seconds more per multiply while the NPU takes rows too (slices of its rows)
     bool    sliced = false;      // CPU: its rows are cut into slices beside the NPU (plan_worker::sliced)
-    bool    reports_fixed = false;   // the worker measures its fixed part apart (work_result::fixed_seconds)
+    bool    reports_fixed = false;   // the worker measures its fixed part apart (work_record::fixed_seconds)
     double  whole = 1.0;         // NPU: time multiplier when it takes every row (the CPU's threads then help it)
 
     // its time for `rows` of a multiply of `n` rows: an NPU given every row, times `whole`
@@ -182,7 +182,7 @@ class simulation {
             double measured = t * (noise > 0.0 ? u(rng) : 1.0);
             if (outlier) measured *= outlier(calls, workers[i].kind);
             const double fixed = workers[i].reports_fixed ? workers[i].fixed_s * measured / t : -1.0;
-            planner.report(key, workers[i].kind, rows, measured, true, fixed);
+            planner.learn(key, work_record::measured(workers[i].kind, rows, measured, fixed));
         }
         // a draw per split, as the CPU's regrouping (a cost since removed) took one: the noise every simulation sees,
         // and the bounds its tests were set against, stay the same (the sweep's worst case moves past them otherwise)

@@ -4,10 +4,10 @@
 
 #include "workers/worker.h"
 
-inline xdna::work_result run_worker(xdna::worker & w, const ggml_tensor * node, xdna::row_range rows) {
+inline xdna::work_record run_worker(xdna::worker & w, const ggml_tensor * node, xdna::row_range rows) {
     xdna::multiply m = xdna::describe_multiply(node);
     if (!w.accepts(m) || !w.describe(m)) {
-        return xdna::work_result::failed(xdna::work_failure::unsupported, "the worker does not take this multiply");
+        return xdna::work_record::failed(xdna::work_failure::unsupported, "the worker does not take this multiply");
     }
     w.begin(m, rows);
     return w.end();

@@ -38,7 +38,7 @@ class fake_device_worker final : public async_worker {
         ++prepared;
     }
 
-    work_result run(const multiply &, row_range rows) override {
+    work_record run(const multiply &, row_range rows) override {
         ran_on = std::this_thread::get_id();
         int c = ++concurrent;
         max_concurrent = std::max(max_concurrent.load(), c);
@@ -61,7 +61,7 @@ TEST(async_worker, runs_on_its_own_thread_and_returns_the_result) {
     std::vector<int64_t> out(100, -1);
     fake_device_worker w(out);
     w.begin(none, { 10, 60 });
-    const work_result r = w.end();
+    const work_record r = w.end();
     EXPECT_TRUE(r.ok());
     EXPECT_GT(r.seconds, 0.0);
     EXPECT_NE(w.ran_on, std::this_thread::get_id());
@@ -72,7 +72,7 @@ TEST(async_worker, an_exception_becomes_a_failed_result_and_the_worker_stays_usa
     std::vector<int64_t> out(1000, -1);
     fake_device_worker w(out);
     w.begin(none, { 666, 700 });
-    const work_result r = w.end();
+    const work_record r = w.end();
     EXPECT_FALSE(r.ok());
     EXPECT_EQ(r.status, GGML_STATUS_FAILED);
     EXPECT_EQ(r.detail, "device fault");
@@ -213,8 +213,8 @@ TEST(async_worker, the_wait_for_the_thread_counts_as_fixed_time) {
         bool accepts(const multiply &) const override { return true; }
         int64_t row_align(const multiply &) const override { return 1; }
       protected:
-        work_result run(const multiply &, row_range) override {
-            work_result r;
+        work_record run(const multiply &, row_range) override {
+            work_record r;
             r.seconds = r.fixed_seconds = 1e-9;
             return r;
         }
@@ -223,7 +223,7 @@ TEST(async_worker, the_wait_for_the_thread_counts_as_fixed_time) {
     for (int i = 0; i < 20; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         w.begin(m, { 0, 8 });
-        const work_result r = w.end();
+        const work_record r = w.end();
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         ASSERT_TRUE(r.ok());
         EXPECT_GT(r.seconds, 1e-9);

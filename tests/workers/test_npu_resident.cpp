@@ -120,7 +120,7 @@ TEST_P(npu_resident, resident_weights_give_the_copied_path_s_result_bit_for_bit)
     mm_tensors cached(s, true, wq, xf), per_call(s, false, wq, xf);
     for (int rep = 0; rep < 2; ++rep) {   // the second call finds the weight in the cache
         for (mm_tensors * m : { &cached, &per_call }) {
-            const xdna::work_result r = run_worker(*npu, m->y, s.rows_of_npu);
+            const xdna::work_record r = run_worker(*npu, m->y, s.rows_of_npu);
             ASSERT_TRUE(r.ok()) << r.why();
         }
     }
@@ -222,7 +222,7 @@ TEST(npu_shared_input, the_next_multiply_reads_the_converted_input_and_a_new_gra
         for (int64_t i = 0; i < k * tokens; ++i) ((float *) x->data)[i] = float((i * 7 + salt) % 9 - 4);
     };
     auto run = [&](int which) {
-        const xdna::work_result r = run_worker(*npu, y[which], { 0, rows });
+        const xdna::work_record r = run_worker(*npu, y[which], { 0, rows });
         ASSERT_TRUE(r.ok()) << r.why();
     };
     xdna::next_graph();
@@ -270,7 +270,7 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
         ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
         if (limited) npu->limit_activation_arena(2u << 20);   // two 1 MiB blocks of 512 x 1024 bf16
         xdna::next_graph();
-        const xdna::work_result r = run_worker(*npu, y, { 0, rows });
+        const xdna::work_record r = run_worker(*npu, y, { 0, rows });
         ASSERT_TRUE(r.ok()) << r.why();
         got[limited].assign((const float *) y->data, (const float *) y->data + rows * tokens);
     }
@@ -335,7 +335,7 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
             }
             std::fill((float *) y->data, (float *) y->data + cs.rows * cs.tokens, -1.0f);
             npu->begin(m, { 0, cs.rows });
-            const xdna::work_result r = npu->end();
+            const xdna::work_record r = npu->end();
             ASSERT_TRUE(r.ok()) << r.why();
             got.assign((const float *) y->data, (const float *) y->data + cs.rows * cs.tokens);
         };
@@ -439,7 +439,7 @@ TEST(npu_engine, a_weight_measured_on_the_cpu_alone_is_converted_for_the_npu_aft
     }
     const xdna::shape_key key = xdna::describe_multiply(a.y).key;
     ASSERT_EQ(key, xdna::describe_multiply(b.y).key);
-    for (int i = 0; i < 3; ++i) planner.report(key, xdna::worker_kind::npu, 256, 1e-6, true, 1e-7);   // a fast NPU
+    for (int i = 0; i < 3; ++i) planner.learn(key, xdna::work_record::measured(xdna::worker_kind::npu, 256, 1e-6, 1e-7));   // a fast NPU
     const int64_t ld = 1024;
     const auto fmt = xdna::npu::weight_format::bf16;
     ASSERT_FALSE(ws.npu->cache().cached(b.w, 0, fmt, ld));
@@ -477,11 +477,11 @@ TEST(npu_engine, a_weight_the_auto_split_kept_from_the_npu_is_converted_for_it_u
                 xdna::next_graph();
                 ASSERT_EQ(engine.compute(a.y), GGML_STATUS_SUCCESS);
             }
-            for (int i = 0; i < 3; ++i) planner.report(key, xdna::worker_kind::npu, 256, 1.0, true, 0.5);
+            for (int i = 0; i < 3; ++i) planner.learn(key, xdna::work_record::measured(xdna::worker_kind::npu, 256, 1.0, 0.5));
             // and a fast CPU, in readings that agree: the probes' own CPU readings can differ by 2x (the first one
             // slow, under TSan or on a loaded machine), and a reading under half of the CPU's model makes the planner
             // probe the dropped NPU again at once (cost_model::doubted), which gave the NPU a block of B's rows
-            for (int i = 0; i < 3; ++i) planner.report(key, xdna::worker_kind::cpu, 256, 1e-7, true, 0.0);
+            for (int i = 0; i < 3; ++i) planner.learn(key, xdna::work_record::measured(xdna::worker_kind::cpu, 256, 1e-7, 0.0));
         }
         const std::string before = engine.summary();
         ASSERT_FALSE(ws.npu->cache().cached(b.w, 0, fmt, ld));
@@ -530,7 +530,7 @@ TEST(npu_help, results_split_among_lent_threads_are_bit_for_bit) {
             if (mode == team) {
                 ASSERT_TRUE(cpu->run_on_threads([npu](int, int) { npu->help(); }));
             }
-            const xdna::work_result r = npu->end();
+            const xdna::work_record r = npu->end();
             ASSERT_TRUE(r.ok()) << r.why();
             if (mode == none) {
                 EXPECT_EQ(ws.npu->shared_takes(), shared) << "results split among threads nobody lent";
@@ -565,7 +565,7 @@ TEST(npu_driven, results_taken_between_the_team_s_slices_are_bit_for_bit) {
         xdna::multiply m = xdna::describe_multiply(y);
         ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
         std::fill((float *) y->data, (float *) y->data + rows * tokens, NAN);
-        xdna::work_result r;
+        xdna::work_record r;
         if (!driven) {
             npu->begin(m, { 0, rows });
             r = npu->end();

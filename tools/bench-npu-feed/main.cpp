@@ -77,7 +77,7 @@ int main(int argc, char ** argv) {
         const double c0 = cpu_seconds(), t0 = wall_seconds();
         for (int r = 0; r < reps; ++r) {
             npu->begin(m, { 0, rows });
-            xdna::work_result res = npu->end();
+            xdna::work_record res = npu->end();
             if (!res.ok()) { fprintf(stderr, "%s: %s\n", name, res.why().c_str()); exit(1); }
         }
         const double cpu = cpu_seconds() - c0, wall = wall_seconds() - t0;

@@ -51,7 +51,7 @@ void teach(xdna::split_planner & p, const std::vector<plan_worker> & ws, int64_t
             for (size_t w = 0; w < ws.size(); ++w) {
                 // the NPU a little slower per row than the CPU, the GPU faster: a mixed split
                 const double per_row = ws[w].kind == worker_kind::npu ? 3e-6 : ws[w].kind == worker_kind::gpu ? 1e-6 : 2e-6;
-                p.report(k, ws[w].kind, rows[w].size(), per_row * (double) rows[w].size());
+                p.learn(k, xdna::work_record::measured(ws[w].kind, rows[w].size(), per_row * (double) rows[w].size()));
             }
         }
     }
@@ -82,7 +82,7 @@ void BM_report(benchmark::State & state) {
     teach(p, ws, 1);
     const xdna::shape_key k = key_of(0);
     for (auto _ : state) {
-        p.report(k, worker_kind::cpu, 2048, 4e-3);
+        p.learn(k, xdna::work_record::measured(worker_kind::cpu, 2048, 4e-3));
     }
 }
 BENCHMARK(BM_report)->Name("planner/report");

@@ -160,14 +160,14 @@ static ggml_tensor * cpu_worker_step_node(ggml_context * ctx, void * scratch, wo
     return op;
 }
 
-work_result cpu_worker::compute(const multiply & m, row_range rows, const driving * drive) {
+work_record cpu_worker::compute(const multiply & m, row_range rows, const driving * drive) {
     const double t0 = now_seconds();
-    work_result res;
+    work_record res;
     if (rows.empty()) return res;
     const int64_t align = row_align(m);
     if (rows.begin % align != 0 || (rows.end % align != 0 && rows.end != m.node->src[0]->ne[1])) {
         // a repacked weight sliced off its 8-row groups computes garbage without any error: refuse instead
-        return work_result::failed(work_failure::misaligned_rows,
+        return work_record::failed(work_failure::misaligned_rows,
                                    "[" + std::to_string(rows.begin) + ", " + std::to_string(rows.end) + ") against " +
                                        std::to_string(align) + "-row groups");
     }
@@ -191,7 +191,7 @@ work_result cpu_worker::compute(const multiply & m, row_range rows, const drivin
         const row_range part = by_tokens ? rows : row_range{ rows.begin + cut.begin, rows.begin + cut.end };
         for (int i = 0; i < m.nodes(); ++i) {
             ggml_tensor * dv = cpu_rows_node(p->ctx, m.node_at(i), part, by_tokens && slices > 1 ? &cut : nullptr);
-            if (!dv) return work_result::failed(work_failure::cpu_backend, "cannot create the row views");
+            if (!dv) return work_record::failed(work_failure::cpu_backend, "cannot create the row views");
             ggml_graph_add_node(g, dv);
         }
         if (sl + 1 == slices) break;
@@ -200,13 +200,13 @@ work_result cpu_worker::compute(const multiply & m, row_range rows, const drivin
     }
     const ggml_status st = p->compute(g);
     if (st != GGML_STATUS_SUCCESS) {
-        res = work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
+        res = work_record::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
     }
     res.seconds = now_seconds() - t0;
     return res;
 }
 
-work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
+work_record cpu_worker::compute_experts(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
     const ggml_tensor * node = m.node, * w = node->src[0], * x = node->src[1];
     const int64_t k = w->ne[0];
@@ -230,7 +230,7 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
         xv->data = xs.data();
         yv->data = ys.data();
         if (ggml_backend_view_init(wv) != GGML_STATUS_SUCCESS) {
-            return work_result::failed(work_failure::cpu_backend, "cannot create an expert's view");
+            return work_record::failed(work_failure::cpu_backend, "cannot create an expert's view");
         }
         yv->op = GGML_OP_MUL_MAT;
         yv->src[0] = wv;
@@ -240,7 +240,7 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
         ggml_graph_add_node(g, yv);
         const ggml_status st = p->compute(g);
         if (st != GGML_STATUS_SUCCESS) {
-            return work_result::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
+            return work_record::failed(st == GGML_STATUS_ABORTED ? work_failure::aborted : work_failure::cpu_backend);
         }
         for (int64_t i = 0; i < n; ++i) {
             const auto [t, sl] = routed[i];
@@ -248,7 +248,7 @@ work_result cpu_worker::compute_experts(const multiply & m, row_range rows) {
                    rows.size() * sizeof(float));
         }
     }
-    work_result res;
+    work_record res;
     res.seconds = now_seconds() - t0;
     return res;
 }
@@ -310,7 +310,7 @@ void cpu_worker::begin(const multiply & m, row_range rows) {
     last = compute(m, rows);
 }
 
-work_result cpu_worker::end() {
+work_record cpu_worker::end() {
     return last;
 }
 

@@ -26,7 +26,7 @@ class cpu_worker final : public worker {
     bool accepts(const multiply & m) const override;
     int64_t row_align(const multiply & m) const override;
     void begin(const multiply & m, row_range rows) override;
-    work_result end() override;
+    work_record end() override;
     bool takes_pairs() const override { return true; }
 
     // Computes `rows` of `m` (of both its nodes where it has a twin) now (begin + end); also used to recompute rows
@@ -36,11 +36,11 @@ class cpu_worker final : public worker {
         worker * w = nullptr;
         int      slices = 1;
     };
-    work_result compute(const multiply & m, row_range rows, const driving * drive = nullptr);
+    work_record compute(const multiply & m, row_range rows, const driving * drive = nullptr);
 
     // MUL_MAT_ID: `rows` of the experts the planner gave the CPU (m.cpu_expert) only, for the tokens routed to each
     // (gathered into one plain multiply per expert, then scattered back): their share of another worker's rows.
-    work_result compute_experts(const multiply & m, row_range rows);
+    work_record compute_experts(const multiply & m, row_range rows);
 
     // Converts blocks of a dense multiply's activations `x` (f32) to bf16 with the CPU backend's own conversion (round
     // to nearest even), on its threads: one copy node per block, one graph; then, where given, then(ith, nth) on
@@ -68,7 +68,7 @@ class cpu_worker final : public worker {
     cpu_worker();
     struct impl;
     std::unique_ptr<impl> p;
-    work_result last;
+    work_record last;
 };
 
 }  // namespace xdna

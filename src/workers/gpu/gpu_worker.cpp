@@ -263,32 +263,29 @@ struct gpu_worker::call {
     double              t_submitted = 0.0;                              // the graph queued (compute_rows)
 };
 
-work_result gpu_worker::failed(work_failure why, const char * detail, double t0) {
-    std::lock_guard<std::mutex> lock(p->stats_mtx);
-    p->st.runs++;
-    p->st.failures++;
-    return work_result::failed(why, detail, now_seconds() - t0);
+work_record gpu_worker::failed(work_failure why, const char * detail, double t0) {
+    return work_record::failed(why, detail, now_seconds() - t0);
 }
 
 // The backend instance, created on the worker's thread at its first multiply (a GPU that never gets one costs nothing).
-work_result gpu_worker::open_backend() {
-    if (p->backend || p->backend_failed) return p->backend ? work_result() : work_result::failed(work_failure::device_unavailable);
+work_record gpu_worker::open_backend() {
+    if (p->backend || p->backend_failed) return p->backend ? work_record() : work_record::failed(work_failure::device_unavailable);
     p->backend = ggml_backend_dev_init(dev, nullptr);
     if (p->backend) return {};
     p->backend_failed = true;
     XDNA_LOG_ERROR("cannot open %s for the GPU worker; its rows go to the CPU", ggml_backend_dev_name(dev));
-    return work_result::failed(work_failure::device_unavailable);
+    return work_record::failed(work_failure::device_unavailable);
 }
 
 // The weight resident on the device, and the one-node graph on a view of the rows. Where the device maps host
 // memory, the activations are read and the result rows written in place: the product goes to device scratch and a
 // copy node scatters it into the strided rows of the host result.
-work_result gpu_worker::build_graph(call & c) {
+work_record gpu_worker::build_graph(call & c) {
     const ggml_tensor * node = c.node, * w = node->src[0], * src1 = node->src[1];
     const bool is_id = node->op == GGML_OP_MUL_MAT_ID;
     const bool slice = is_id && reads_experts_dense(dev) && c.rows.size() != w->ne[1];
     c.weight = slice ? p->cache->get(w, c.rows.begin, c.rows.end) : p->cache->get(w);
-    if (!c.weight.tensor) return work_result::failed(work_failure::device_memory, "for the weight");
+    if (!c.weight.tensor) return work_record::failed(work_failure::device_memory, "for the weight");
     const ggml_tensor * ids = is_id ? node->src[2] : nullptr;
     ggml_context * ctx = p->ctx;
     ggml_reset(ctx);
@@ -319,18 +316,18 @@ work_result gpu_worker::build_graph(call & c) {
             c.dv = c.scatter = nullptr;
         }
     }
-    if (!ggml_backend_supports_op(p->backend, c.out)) return work_result::failed(work_failure::unsupported);
+    if (!ggml_backend_supports_op(p->backend, c.out)) return work_record::failed(work_failure::unsupported);
     return {};
 }
 
 // Device memory for the per-call tensors (scratch, reused), or the host's own where mapped.
-work_result gpu_worker::place_tensors(call & c) {
+work_record gpu_worker::place_tensors(call & c) {
     const size_t align = ggml_backend_buft_get_alignment(p->buft);
     size_t need = 0;
     if (!c.mapped) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, c.x), align);
     if (c.xi) need += align_up(ggml_backend_buft_get_alloc_size(p->buft, c.xi), align);
     need += align_up(ggml_backend_buft_get_alloc_size(p->buft, c.out), align) + align;
-    if (!p->ensure_scratch(need)) return work_result::failed(work_failure::device_memory, "for the activations");
+    if (!p->ensure_scratch(need)) return work_record::failed(work_failure::device_memory, "for the activations");
     size_t offset = 0;
     if (c.mapped) {
         ggml_backend_tensor_alloc(c.x_map.buf, c.x, c.x_map.at(c.node->src[1]->data));
@@ -340,16 +337,16 @@ work_result gpu_worker::place_tensors(call & c) {
     }
     if (c.xi) p->place(c.xi, offset);
     p->place(c.out, offset);
-    if (ggml_backend_view_init(c.wv) != GGML_STATUS_SUCCESS) return work_result::failed(work_failure::device_memory, "no row view");
+    if (ggml_backend_view_init(c.wv) != GGML_STATUS_SUCCESS) return work_record::failed(work_failure::device_memory, "no row view");
     if (c.scatter && ggml_backend_view_init(c.scatter) != GGML_STATUS_SUCCESS) {
-        return work_result::failed(work_failure::device_memory, "no result view");
+        return work_record::failed(work_failure::device_memory, "no result view");
     }
     return {};
 }
 
 // In, compute, out: all queued on the backend's stream, then one wait (RPC and CUDA return before the work is
 // done; reading the result before the wait would read stale memory).
-work_result gpu_worker::compute_rows(call & c) {
+work_record gpu_worker::compute_rows(call & c) {
     const ggml_tensor * node = c.node;
     c.t_io = now_seconds();
     if (!c.mapped) ggml_backend_tensor_set_async(p->backend, c.x, packed(node->src[1], p->staging_x), 0, ggml_nbytes(c.x));
@@ -359,7 +356,7 @@ work_result gpu_worker::compute_rows(call & c) {
     ggml_build_forward_expand(g, c.scatter ? c.scatter : c.out);
     if (ggml_backend_graph_compute_async(p->backend, g) != GGML_STATUS_SUCCESS) {
         ggml_backend_synchronize(p->backend);
-        return work_result::failed(work_failure::device_run);
+        return work_record::failed(work_failure::device_run);
     }
     c.t_submitted = now_seconds();
     if (c.mapped) {
@@ -381,7 +378,7 @@ work_result gpu_worker::compute_rows(call & c) {
     return {};
 }
 
-work_result gpu_worker::run(const multiply & m, row_range rows) {
+work_record gpu_worker::run(const multiply & m, row_range rows) {
     trace::name_thread("GPU worker");
     trace::scope ts("gpu rows", rows.size());
     if (rows.empty()) return {};
@@ -390,7 +387,7 @@ work_result gpu_worker::run(const multiply & m, row_range rows) {
     c.rows = rows;
     c.t0   = now_seconds();
     if (!still_there()) return failed(work_failure::device_unavailable, "the device is gone", c.t0);
-    work_result r = open_backend();
+    work_record r = open_backend();
     if (r.ok()) r = build_graph(c);
     if (r.ok()) r = place_tensors(c);
     if (r.ok()) r = compute_rows(c);
@@ -398,7 +395,6 @@ work_result gpu_worker::run(const multiply & m, row_range rows) {
     const double t1 = now_seconds();
     {
         std::lock_guard<std::mutex> lock(p->stats_mtx);
-        p->st.runs++;
         p->st.mapped_runs += c.mapped ? 1 : 0;
         p->st.strided_reads += !c.mapped && c.strided ? 1 : 0;
         p->st.scatter_reads += !c.mapped && !c.strided ? 1 : 0;
@@ -414,7 +410,7 @@ work_result gpu_worker::run(const multiply & m, row_range rows) {
     // weight's lookup, the graph, mapping or copying the activations, the submit). The rest, the computation and the
     // result rows, grows with them. The planner learns the two apart (planner_gpu.cpp).
     const double first_copy = c.weight.uploaded && !c.weight.again ? c.weight.upload_seconds : 0.0;
-    work_result res;
+    work_record res;
     res.seconds = t1 - c.t0 - first_copy;
     res.fixed_seconds = std::max(0.0, c.t_submitted - c.t0 - first_copy);
     return res;

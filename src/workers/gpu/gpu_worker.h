@@ -38,9 +38,8 @@ struct gpu_worker_options {
     std::function<bool(std::string * why)> alive;
 };
 
-// What the worker has done, for logs and tests.
+// How the device was used, for tests: its runs, failures and times are the engine's records (work_record.h).
 struct gpu_worker_stats {
-    int64_t runs = 0, failures = 0;
     int64_t weight_uploads = 0;       // weights copied to the device (first time or after eviction)
     int64_t mapped_runs = 0;          // runs that mapped activations and results instead of copying them
     int64_t strided_reads = 0;        // result rows read with one 2-D copy
@@ -69,18 +68,18 @@ class gpu_worker final : public async_worker {
     gpu_worker_stats stats() const;
 
   protected:
-    work_result run(const multiply & m, row_range rows) override;
+    work_record run(const multiply & m, row_range rows) override;
 
   private:
     struct impl;
     struct call;
     // the phases of one run: the device, the one-node graph on a view of the rows, its memory, then compute and read
-    work_result open_backend();
+    work_record open_backend();
     bool still_there();
-    work_result build_graph(call & c);
-    work_result place_tensors(call & c);
-    work_result compute_rows(call & c);
-    work_result failed(work_failure why, const char * detail, double t0);
+    work_record build_graph(call & c);
+    work_record place_tensors(call & c);
+    work_record compute_rows(call & c);
+    work_record failed(work_failure why, const char * detail, double t0);
     std::unique_ptr<impl> p;
     ggml_backend_dev_t         dev;
     gpu_worker_options         opts;

@@ -18,7 +18,7 @@ void npu_worker::start_driven(const multiply & m, row_range rows) {
     d.t0 = now_seconds();
     trace::scope ts("npu rows: start (driven)", rows.size());
     d.result = npu_worker_guard([&] {
-        work_result r = set_up(d.c, m, rows, d.t0);
+        work_record r = set_up(d.c, m, rows, d.t0);
         if (r.ok() && !d.c.jobs.empty()) run_first(d.c);
         return r;
     });
@@ -37,7 +37,7 @@ void npu_worker::run_first(call & c) {
 }
 
 // A step's failure: kept for finish_driven, and no more launches (the runs in flight are drained there).
-void npu_worker::driven_call::fail(work_result r) {
+void npu_worker::driven_call::fail(work_record r) {
     std::lock_guard<std::mutex> lock(mu);
     if (result.ok()) result = std::move(r);
     stopped.store(true, std::memory_order_release);
@@ -57,7 +57,7 @@ void npu_worker::step_poll(int ith, int) {
     d.step_t0 = now_seconds();
     trace::scope ts("poll (driven)");
     int64_t k = 0;
-    const work_result r = npu_worker_guard([&] {
+    const work_record r = npu_worker_guard([&] {
         for (int64_t i = c.taken; i < c.launched && rt->finished(slots[i % c.depth]->run); ++i, ++k) {
             rt->wait(slots[i % c.depth]->run);
             if (i == n - 1) {
@@ -65,7 +65,7 @@ void npu_worker::step_poll(int ith, int) {
                 d.npu_done = 0.5 * (d.polled_at + d.step_t0);
             }
         }
-        return work_result();
+        return work_record();
     });
     d.polled_at = d.step_t0;
     if (!r.ok()) return d.fail(r);
@@ -83,7 +83,7 @@ void npu_worker::step_take(int ith, int nth) {
     if (k == 0) return;
     call & c = d.c;
     bool finite = true;
-    work_result r;
+    work_record r;
     {
         std::optional<trace::scope> ts;   // the team's first thread's part, on its lane
         if (ith == 0) ts.emplace("take results (driven)", k);
@@ -93,7 +93,7 @@ void npu_worker::step_take(int ith, int nth) {
                 const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
                 finite = take_tokens(c, *slots[i % c.depth], i, t_end * ith / nth, t_end * (ith + 1) / nth) && finite;
             }
-            return work_result();
+            return work_record();
         });
     }
     if (!finite) d.finite.store(false, std::memory_order_relaxed);
@@ -103,10 +103,10 @@ void npu_worker::step_take(int ith, int nth) {
     c.taken += k;
     d.team_results += k;
     if (!d.stopped.load(std::memory_order_acquire)) {
-        const work_result l = npu_worker_guard([&] {
+        const work_record l = npu_worker_guard([&] {
             trace::scope ts("launch (driven)");
             while (c.launched < (int64_t) c.blocks.size() && c.launched < c.taken + c.depth) launch_next(c);
-            return work_result();
+            return work_record();
         });
         if (!l.ok()) d.fail(l);
     }
@@ -115,14 +115,14 @@ void npu_worker::step_take(int ith, int nth) {
 }
 
 // The rest of a driven call, on the calling thread (the CPU worker's team lent to it, help()).
-work_result npu_worker::finish_driven() {
-    if (!drive) return ended(work_result::failed(work_failure::device_run, "no driven call to finish"));
+work_record npu_worker::finish_driven() {
+    if (!drive) return ended(work_record::failed(work_failure::device_run, "no driven call to finish"));
     std::unique_ptr<driven_call> d = std::move(drive);
     (void) d->handed.load(std::memory_order_acquire);
     call & c = d->c;
     trace::scope ts("npu rows: finish (driven)", c.rows.size());
     c.finite = c.finite && d->finite.load(std::memory_order_acquire);
-    work_result r;
+    work_record r;
     {
         std::lock_guard<std::mutex> lock(d->mu);
         r = d->result;

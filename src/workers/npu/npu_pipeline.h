@@ -83,27 +83,27 @@ struct npu_worker::driven_call {
     // When the NPU's last run ended, as the boundaries saw it: between the last poll that found it running
     // (polled_at) and the first that found it finished (npu_done: the middle of the two; 0 while not seen)
     double                polled_at = 0.0, npu_done = 0.0;
-    work_result           result;                 // the set-up's, or the first step's failure (mu)
+    work_record           result;                 // the set-up's, or the first step's failure (mu)
     std::mutex            mu;
     std::atomic<bool>     stopped{ false };       // failed, or nothing to do: no more launches
     std::atomic<bool>     finite{ true };
     std::atomic<int64_t>  ready{ 0 };             // results the poll found finished (take them, in order)
     std::atomic<int>      left{ 0 };              // threads done with their part of them
     std::atomic<uint64_t> handed{ 0 };            // published by each step's last thread
-    void fail(work_result r);
+    void fail(work_record r);
 };
 
 // The worker's edge: the runtime's errors (XRT's, or the emulator's) are caught where it calls fn, and become a reason.
-template <class F> work_result npu_worker_guard(F && fn) {
+template <class F> work_record npu_worker_guard(F && fn) {
     try {
         return fn();
     } catch (const npu_error & e) {
         const npu_errc c = e.code();
-        return work_result::failed(c == npu_errc::buffer ? work_failure::device_memory
+        return work_record::failed(c == npu_errc::buffer ? work_failure::device_memory
                                    : c == npu_errc::manifest || c == npu_errc::kernel ? work_failure::no_kernel
                                    : work_failure::device_run, e.what());
     } catch (const std::exception & e) {
-        return work_result::failed(work_failure::device_run, e.what());
+        return work_record::failed(work_failure::device_run, e.what());
     }
 }
 

@@ -90,7 +90,7 @@ bool npu_worker::self_test(std::string * why) {
         ok = describe(m);
         if (ok) {
             begin(m, { 0, rows });
-            const work_result r = end();
+            const work_record r = end();
             ok = r.ok();
             if (!ok && why) *why = r.why();
         } else if (why) {

@@ -310,13 +310,13 @@ void npu_worker::note_failure(const std::string & why) {
 }
 
 // Whatever way a call ends, the lent threads return, and a failure counts towards switching the NPU off.
-work_result npu_worker::ended(work_result r) {
+work_record npu_worker::ended(work_record r) {
     helper.close();
     if (r.ok()) failures_in_a_row = 0; else note_failure(r.why());
     return r;
 }
 
-work_result npu_worker::run(const multiply & m, row_range rows) {
+work_record npu_worker::run(const multiply & m, row_range rows) {
     return ended(npu_worker_guard([&] { return compute(m, rows); }));
 }
 
@@ -477,18 +477,18 @@ bool npu_worker::prepare_ahead(const multiply & m) {
 
 // The call's set-up before the pipeline: its jobs, their weights, the slots and the activations' places. A failure,
 // or success (with no jobs: nothing to do).
-work_result npu_worker::set_up(call & c, const multiply & m, row_range rows, double t0) {
-    if (!m.npu.kernel) return work_result::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
+work_record npu_worker::set_up(call & c, const multiply & m, row_range rows, double t0) {
+    if (!m.npu.kernel) return work_record::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
     c.m    = &m;
     c.rows = rows;
     plan_jobs(c);
-    if (c.jobs.empty()) return work_result();
+    if (c.jobs.empty()) return work_record();
     {
         trace::scope tw("weights");
         std::string err;
         for (job & j : c.jobs) {
             if (!prepare_job(j, rows, c.ld, &err)) {
-                return work_result::failed(work_failure::weight_conversion, err, now_seconds() - t0);
+                return work_record::failed(work_failure::weight_conversion, err, now_seconds() - t0);
             }
         }
     }
@@ -497,25 +497,25 @@ work_result npu_worker::set_up(call & c, const multiply & m, row_range rows, dou
         // described before the locked-memory limit narrowed the slots (a design met for the first time): the next
         // multiplies are described for the narrower blocks
         if (rb.kn->rows > slot_rows.load()) {
-            return work_result::failed(work_failure::device_memory, "blocks wider than the locked-memory limit leaves "
+            return work_record::failed(work_failure::device_memory, "blocks wider than the locked-memory limit leaves "
                                        "room for", now_seconds() - t0);
         }
     }
     place_activations(c);
     c.check_finite = rt->results_valid();
-    return work_result();
+    return work_record();
 }
 
 // After the pipeline: what the arena holds now, the result's check, and the times.
-work_result npu_worker::wrap_up(call & c, double t0) {
+work_record npu_worker::wrap_up(call & c, double t0) {
     bool all_held = c.places == (int64_t) c.blocks.back().a_block + 1;
     for (int64_t p = 0; all_held && p < c.places; ++p) all_held = c.a_held[p] == p;
     if (all_held) {
         arena_holds  = c.arena_key_after;
         arena_k_held = INT64_MAX;
     }
-    if (c.check_finite && !c.finite) return work_result::failed(work_failure::nonfinite_output, "", now_seconds() - t0);
-    work_result res;
+    if (c.check_finite && !c.finite) return work_record::failed(work_failure::nonfinite_output, "", now_seconds() - t0);
+    work_record res;
     const double t1 = now_seconds();
     res.seconds = t1 - t0;
     for (const job & j : c.jobs) res.once_seconds += j.cache_seconds;
@@ -524,12 +524,12 @@ work_result npu_worker::wrap_up(call & c, double t0) {
     return res;
 }
 
-work_result npu_worker::compute(const multiply & m, row_range rows) {
+work_record npu_worker::compute(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
     trace::name_thread("NPU worker (host)");
     trace::scope ts("npu rows", rows.size());
     call c;
-    work_result res = set_up(c, m, rows, t0);
+    work_record res = set_up(c, m, rows, t0);
     if (!res.ok() || c.jobs.empty()) {
         if (res.ok()) res.seconds = now_seconds() - t0;
         return res;

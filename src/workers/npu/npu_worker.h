@@ -86,11 +86,11 @@ class npu_worker final : public async_worker {
     npu_runtime &  runtime() { return *rt; }
 
   protected:
-    work_result run(const multiply & m, row_range rows) override;
+    work_record run(const multiply & m, row_range rows) override;
     // a dense bf16 multiply: the CPU worker's threads convert its activations into the arena (m.convert_bf16)
     void before_start(const multiply & m, row_range rows) override;
     void start_driven(const multiply & m, row_range rows) override;
-    work_result finish_driven() override;
+    work_record finish_driven() override;
 
   private:
     npu_worker(std::unique_ptr<npu_runtime> rt, const config & cfg);
@@ -103,10 +103,10 @@ class npu_worker final : public async_worker {
     // the designs that can compute w (one per core tile, all of one K block: kernel_choice.h); empty: none
     std::vector<const npu_design *> designs_for(const ggml_tensor * w) const;
     struct driven_call;
-    work_result compute(const multiply & m, row_range rows);
-    work_result ended(work_result r);   // every call's end: the lent threads released, failures counted
+    work_record compute(const multiply & m, row_range rows);
+    work_record ended(work_record r);   // every call's end: the lent threads released, failures counted
     // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
-    work_result set_up(call & c, const multiply & m, row_range rows, double t0);
+    work_record set_up(call & c, const multiply & m, row_range rows, double t0);
     void plan_jobs(call & c) const;
     bool prepare_job(job & j, row_range rows, int64_t ld, std::string * err);
     void place_activations(call & c);
@@ -115,7 +115,7 @@ class npu_worker final : public async_worker {
     void launch_next(call & c);
     void drain();                  // every run in flight waited for, or parked after a timeout (its buffers let go)
     bool too_many_parked() const;  // max_parked runs or more still on the NPU after timeouts (said once)
-    work_result wrap_up(call & c, double t0);
+    work_record wrap_up(call & c, double t0);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const block & bl);
     bool convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
