@@ -33,13 +33,13 @@ void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std:
         if (!w->accepts(m) || !w->describe(m)) continue;
         ws.push_back(w);
         const bool npu = w->kind() == worker_kind::npu;
-        // a part of the rows ends in narrow blocks (npu_cost_hint::part_of), unless the CPU's team drives the NPU:
+        // a part of the rows ends in narrow blocks (launch_cost::part_of), unless the CPU's team drives the NPU:
         // then the team takes the last result with it once its own rows are done (finish_driven)
-        if (npu && !cpu.team_drives()) m.npu.cost.part_of = m.node->src[0]->ne[1];
-        pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu.cost : npu_cost_hint{}, !npu || m.npu.weights_ready });
+        if (npu && !cpu.team_drives()) m.npu_cost.part_of = m.node->src[0]->ne[1];
+        pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu_cost : launch_cost{}, !npu || m.npu_weights_ready });
     }
     ws.push_back(&cpu);
-    pw.push_back({ worker_kind::cpu, cpu.row_align(m), npu_cost_hint{}, true, cpu.team_drives() });
+    pw.push_back({ worker_kind::cpu, cpu.row_align(m), launch_cost{}, true, cpu.team_drives() });
 }
 
 // The NPU's rows of the multiply (the last range is the CPU's).
@@ -52,7 +52,7 @@ static int64_t npu_rows_of(const std::vector<worker *> & ws, const std::vector<r
 // The CPU's part, on this thread while the device workers run: its own rows, then, of a MUL_MAT_ID, the rows of the
 // NPU's range for the experts the planner gave the CPU whole.
 work_record compute_engine::cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
-                                     const std::vector<row_range> & rows, const cpu_worker::driving * drive) {
+                                     const std::vector<row_range> & rows, const cpu_worker::driven_work * drive) {
     work_record r;
     {
         trace::scope ts("cpu rows", own.size());
@@ -86,14 +86,14 @@ worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const s
 // boundary. And at least four slices: the boundaries are when the NPU's end is seen, which the planner learns its time
 // by (npu_worker::finish_driven); with none, a probe of one block looked as slow as the CPU's whole part (the 2-CPU
 // VM, -t 2, emulated at 3,140 GFLOP/s: auto gave the NPU 31% of the rows, the NPU worker's thread 89%).
-static int engine_slices(const multiply & m, int64_t npu_rows) {
-    const int64_t launches = (int64_t) std::ceil(m.npu.cost.units(npu_rows));
+static int driven_slices(const multiply & m, int64_t npu_rows) {
+    const int64_t launches = (int64_t) std::ceil(m.npu_cost.units(npu_rows));
     return (int) std::max<int64_t>(4, 1 + (launches - 2) / 2);
 }
 
 // A driven worker's end, once the CPU's rows are done: the calling thread finishes it (waiting for the device) and the
 // rest of the team takes parts of each result (help()), unless the CPU failed.
-work_record compute_engine::finish_driven(worker * w, bool cpu_ok) {
+work_record compute_engine::end_driven(worker * w, bool cpu_ok) {
     work_record r;
     bool ended = false;   // end() exactly once: the team's graph may report a failure (an abort) after running it
     if (cpu_ok) {
@@ -183,15 +183,15 @@ void compute_engine::start_devices(call & c) {
 // its time its own rows'.
 work_record compute_engine::run_cpu(call & c) {
     const size_t n_dev = c.ws.size() - 1;
-    cpu_worker::driving drive;
+    cpu_worker::driven_work drive;
     if (c.driven) {
         drive.w      = c.driven;
-        drive.slices = engine_slices(c.m, npu_rows_of(c.ws, c.rows));
+        drive.slices = driven_slices(c.m, npu_rows_of(c.ws, c.rows));
     }
     work_record r = cpu_part(c.m, c.rows[n_dev], c.ws, c.rows, c.driven ? &drive : nullptr);
     if (c.driven) {
         work_record & d = c.records[std::find(c.ws.begin(), c.ws.end(), c.driven) - c.ws.begin()];
-        d = finish_driven(c.driven, r.ok());
+        d = end_driven(c.driven, r.ok());
         r.seconds = std::max(0.0, r.seconds - d.team_seconds);   // the CPU's own rows, for the planner
     }
     return r;

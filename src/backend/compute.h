@@ -45,9 +45,9 @@ class compute_engine {
     void trace_multiply(const call & c, const ggml_tensor * twin, double t_start, plan_reason why) const;
     void participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
     work_record cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
-                         const std::vector<row_range> & rows, const cpu_worker::driving * drive);
+                         const std::vector<row_range> & rows, const cpu_worker::driven_work * drive);
     worker * driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const;
-    work_record finish_driven(worker * w, bool cpu_ok);
+    work_record end_driven(worker * w, bool cpu_ok);
     void lend_cpu_threads(multiply & m, bool cpu_idle, bool drives, bool & once_on_cpu);
     void prepare_npu_ahead(const multiply & m, const std::vector<worker *> & ws, int64_t npu_rows, plan_reason why);
 

@@ -1,7 +1,7 @@
 // What the split planner learns about one worker on one matrix shape: its time as a function of its rows,
 //   T(rows) = a + b * x(rows)
 // where x is the worker's unit of work: its rows (CPU, GPU, an NPU without a cost hint) or its kernel launches
-// (an NPU whose worker says how many launches a row count takes, see npu_cost_hint). `a` is what a multiply costs
+// (an NPU whose worker says how many launches a row count takes, see launch_cost). `a` is what a multiply costs
 // whatever its size (the NPU's first dispatch, converting the activations); `b` the cost of one unit.
 //
 // Robust on purpose: the estimates are means of the middle half of the last `window` measurements (the lower median

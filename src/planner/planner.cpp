@@ -278,7 +278,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
         st.calls_here++;
 
         if (has[NPU]) {
-            const npu_cost_hint & h = workers[idx[NPU]].cost;
+            const launch_cost & h = workers[idx[NPU]].cost;
             if (st.calls == 1 || !(h == st.hint)) {
                 // the unit of the NPU's work changes with the blocks: measurements in another unit are dropped
                 // (a MUL_MAT_ID's launches change with its routing from one multiply to the next: the same unit)

@@ -6,7 +6,7 @@
 //
 // Auto split (npu_share < 0), per shape:
 // - each worker's time is learned as a + b * work (cost_model.h): the CPU's and GPU's in proportion to their rows,
-//   the NPU's in launches of the block its worker chose (the multiply's description, m.npu), starting from the cost
+//   the NPU's in launches of the blocks its worker chose (the multiply's description, m.npu_cost), starting from the cost
 //   the worker predicts and corrected by measurement: its fixed part and its cost per launch apart;
 // - the NPU gets the number of steps that makes the multiply finish earliest, given that the GPU and CPU share the
 //   other rows in proportion to their speed; a share changes only when the predicted gain exceeds `hysteresis`;
@@ -42,8 +42,8 @@ bool plan_reason_is_auto(plan_reason r);
 struct plan_worker {
     worker_kind   kind;
     int64_t       align = 1;   // row alignment it needs for this multiply
-    npu_cost_hint cost  = {};  // NPU only, optional (from m.npu.cost)
-    bool          ready = true;  // NPU only: its weights are converted already (m.npu.weights_ready)
+    launch_cost   cost  = {};  // NPU only, optional (from m.npu_cost)
+    bool          ready = true;  // NPU only: its weights are converted already (m.npu_weights_ready)
     bool          sliced = false;  // CPU only: its rows are cut into slices with the NPU's host work between them (the
                                    // CPU worker's team drives the NPU): beside the NPU it costs more per multiply
 };
@@ -191,7 +191,7 @@ class split_planner {
         // process, is not measured again for this shape (seeded_alone); seed_done once it has its own measurements.
         bool          seeded_alone = false, seed_done = false;
         int64_t       planned_npu = 0;      // NPU rows of this shape's last plan: which CPU model a record teaches
-        npu_cost_hint hint;                 // the NPU's, as last given
+        launch_cost   hint;               // the NPU's, as last given
         int64_t       calls       = 0;
         int64_t       calls_here  = 0;      // of them in this process (not kept in the state file)
         int64_t       npu_cur     = -1;     // NPU rows auto settled on (-1: none yet)

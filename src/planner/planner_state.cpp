@@ -51,7 +51,7 @@ std::string split_planner::save_state() const {
                  st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
-        for (int i = 0; i < npu_cost_hint::max_wide; ++i) {   // the wider blocks: their rows and units
+        for (int i = 0; i < launch_cost::max_wide; ++i) {   // the wider blocks: their rows and units
             snprintf(buf, sizeof(buf), " %lld %.17g", (long long) st.hint.wide_rows[i], st.hint.wide_units[i]);
             out += buf;
         }
@@ -80,7 +80,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         shape_state st;
         int repacked = 0, split = 0, used = 0;
         long long kk, rows, tokens, experts, calls, cur, tries, block, lpb;
-        long long wide[npu_cost_hint::max_wide] = {};
+        long long wide[launch_cost::max_wide] = {};
         bool head_ok =
             f.size() == 1 + n_models &&
             sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
@@ -88,7 +88,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
                    &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 16 && rows > 0 && kk > 0 &&
             tokens > 0 && experts > 0 && (k.weights == 1 || k.weights == 2) &&
             calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 && lpb >= 0;
-        for (int i = 0, more = 0; head_ok && i < npu_cost_hint::max_wide; ++i, used += more) {
+        for (int i = 0, more = 0; head_ok && i < launch_cost::max_wide; ++i, used += more) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&
                       wide[i] >= 0 && std::isfinite(st.hint.wide_units[i]) && st.hint.wide_units[i] >= 0.0;
         }
@@ -107,7 +107,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0;
         st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
-        for (int i = 0; i < npu_cost_hint::max_wide; ++i) st.hint.wide_rows[i] = wide[i];
+        for (int i = 0; i < launch_cost::max_wide; ++i) st.hint.wide_rows[i] = wide[i];
         st.hint.part_of = part_of;
         read.emplace_back(k, st);
     }

@@ -77,7 +77,7 @@ void async_worker::begin_driven(const multiply & m, row_range rows) {
     } catch (const std::exception &) {
         // a preparation only: the work converts what it needs itself
     }
-    start_driven(m, rows);
+    driven_begin(m, rows);
 }
 
 work_record async_worker::end() {
@@ -87,7 +87,7 @@ work_record async_worker::end() {
         const double t0 = now_seconds();
         work_record r;
         try {
-            r = finish_driven();
+            r = driven_end();
         } catch (const std::exception & e) {
             r = work_record::failed(work_failure::device_run, e.what());
         }

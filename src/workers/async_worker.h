@@ -26,8 +26,8 @@ class async_worker : public worker {
     ~async_worker() override;
 
     void begin(const multiply & m, row_range rows) final;
-    // The caller's team drives the work (worker.h) where the derived class can be driven: start_driven() on the
-    // calling thread now, finish_driven() in end(); the worker's thread takes no part.
+    // The caller's team drives the work (worker.h) where the derived class can be driven: driven_begin() on the
+    // calling thread now, driven_end() in end(); the worker's thread takes no part.
     void begin_driven(const multiply & m, row_range rows) final;
     work_record end() final;
     void own_core(bool yes) final { spin.store(yes, std::memory_order_relaxed); }
@@ -41,12 +41,12 @@ class async_worker : public worker {
     // activations, converted by the CPU worker's threads).
     virtual void before_start(const multiply & m, row_range rows) { (void) m; (void) rows; }
     // In before_start(): whether the work being begun is driven by the caller's team (begin_driven).
-    bool driving() const { return driven; }
+    bool is_driven() const { return driven; }
 
     // Driven work (begin_driven), on the caller's thread after before_start(): set it up and start the device (a
-    // failure is kept for finish_driven to return); then finish it, waiting for the device. Only where drivable().
-    virtual void start_driven(const multiply & m, row_range rows) { (void) m; (void) rows; }
-    virtual work_record finish_driven() { return work_record::failed(work_failure::unsupported, "not drivable"); }
+    // failure is kept for driven_end to return); then finish it, waiting for the device. Only where drivable().
+    virtual void driven_begin(const multiply & m, row_range rows) { (void) m; (void) rows; }
+    virtual work_record driven_end() { return work_record::failed(work_failure::unsupported, "not drivable"); }
 
     // Derived classes start the thread once they are ready, and stop it in their destructor (before their members
     // go away).

@@ -1,7 +1,6 @@
 #include "workers/multiply.h"
 
 #include "convert/xdna_convert.h"
-#include "npu/npu_manifest.h"
 
 #include <cstdio>
 #include <cstring>
@@ -63,10 +62,6 @@ bool moe_routing::read(const ggml_tensor * ids, int64_t n_experts, std::string *
         for (int64_t s = 0; s < n_used; ++s) pairs[at[id_at(t, s)]++] = { (int32_t) t, (int32_t) s };
     }
     return true;
-}
-
-int64_t npu_block::k_padded() const {
-    return kernel ? k_blocks * kernel->k : 0;
 }
 
 bool multiply::any_on_cpu() const {

@@ -1,20 +1,22 @@
 // One claimed multiply, described once where the engine receives the node and read by the planner and every worker:
 // its shape (what the planner learns per), whether its weight is in the CPU's repacked layout, a MUL_MAT_ID's expert
-// routing (scanned once), which experts the CPU takes whatever the split (the planner's decision), and the block the
-// NPU will run with what it costs (the NPU worker's part, filled by worker::describe before the planner is asked).
+// routing (scanned once), which experts the CPU takes whatever the split (the planner's decision), and what a device
+// worker's rows cost in launches (launch_cost: the NPU worker's part, filled by worker::describe before the planner is
+// asked). The planner sees the devices only through this description: no device's own types.
 #pragma once
 
 #include "ggml.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace xdna {
 
-struct npu_kernel;
+namespace npu { struct npu_tiling; }
 
 // What the planner learns per: one matrix shape and weight type.
 struct shape_key {
@@ -58,7 +60,7 @@ struct moe_routing {
 // src/workers/npu/kernel_choice.h): r rows are run in the blocks for_blocks() lists, each launched
 // launches_per_block times (K blocks x token blocks), and take fixed_s + units(r) * launch_s seconds. The planner
 // counts the NPU's work in those units and corrects both terms by measurement (planner.h).
-struct npu_cost_hint {
+struct launch_cost {
     static constexpr int max_wide = 3;
     double  fixed_s            = 0.0;   // per multiply whatever its rows (first dispatch, activation conversion)
     double  launch_s           = 0.0;   // per launch of a block_rows block: the queued gap, then its compute
@@ -124,30 +126,20 @@ struct npu_cost_hint {
         return u * (double) launches_per_block;
     }
     // the same unit of work (a launch of the same blocks): measurements in one unit apply to the other
-    bool same_unit(const npu_cost_hint & o) const {
+    bool same_unit(const launch_cost & o) const {
         return blocks() == o.blocks() && (!blocks() || (block_rows == o.block_rows && launch_s == o.launch_s &&
                                                         part_of == o.part_of && same_wide(o)));
     }
-    bool same_wide(const npu_cost_hint & o) const {
+    bool same_wide(const launch_cost & o) const {
         for (int i = 0; i < max_wide; ++i) {
             if (wide_rows[i] != o.wide_rows[i] || wide_units[i] != o.wide_units[i]) return false;
         }
         return true;
     }
-    bool operator==(const npu_cost_hint & o) const {
+    bool operator==(const launch_cost & o) const {
         return fixed_s == o.fixed_s && launch_s == o.launch_s && block_rows == o.block_rows &&
                launches_per_block == o.launches_per_block && part_of == o.part_of && same_wide(o);
     }
-};
-
-// The block the NPU runs this multiply with, chosen once (npu_worker::describe) for the planner's hint and the run.
-struct npu_block {
-    const npu_kernel * kernel  = nullptr;   // null: the NPU does not take part; the narrowest block (cost.block_rows)
-    const npu_kernel * wide[npu_cost_hint::max_wide] = {};   // the blocks of cost.wide_rows, same tokens and K
-    int64_t            k_blocks = 0;        // K / the kernel's K block, rounded up
-    int64_t            k_padded() const;    // that many K blocks: the converted weights' row stride
-    npu_cost_hint      cost;
-    bool               weights_ready = true;   // its weights are converted already: no one-time work before it starts
 };
 
 // A block of a dense multiply's activations to convert to bf16: rows [t0, t0 + rows) of src[1], columns
@@ -180,7 +172,12 @@ struct multiply {
     // MUL_MAT_ID: per expert, whether the CPU computes all its rows whatever the split (too few routed tokens to
     // be worth the NPU's launches): the planner's decision (split_planner::assign_experts), empty until then
     std::vector<uint8_t> cpu_expert;
-    npu_block           npu;
+    // The NPU worker's part (npu_worker::describe; the planner reads its cost, not the rest): what its rows cost in
+    // launches, whether its weights are converted already (no one-time work before it starts), and the blocks it
+    // chose (kernel_choice.h; null: the NPU does not take part)
+    launch_cost         npu_cost;
+    bool                npu_weights_ready = true;
+    std::shared_ptr<const npu::npu_tiling> npu_choice;
     bf16_converter      convert_bf16;       // empty: not offered (a worker on its own converts on its own thread)
     cpu_parallel        on_cpu_threads;     // empty: not offered
 

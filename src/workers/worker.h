@@ -35,7 +35,7 @@ class worker {
     virtual int64_t row_align(const multiply & m) const = 0;
 
     // Completes the description with this worker's own part, once per multiply before the planner is asked (the
-    // NPU: the block it will run and its cost, m.npu). Called only when accepts(m); false: it has nothing to do in m
+    // NPU: the blocks it will run and their cost, m.npu_cost). Called only when accepts(m); false: it has nothing to do in m
     // (every expert went to the CPU), and the planner leaves it out.
     virtual bool describe(multiply & m) const { (void) m; return true; }
 

@@ -50,9 +50,9 @@ struct sim_worker {
         if (block_rows > 0) return fixed_s + blocks().units(rows) * launch_s;
         return fixed_s + (double) rows * row_s;
     }
-    // its blocks as its worker describes them (npu_cost_hint), without times
-    npu_cost_hint blocks() const {
-        npu_cost_hint h{ 0.0, 0.0, block_rows, launches_per_block };
+    // its blocks as its worker describes them (launch_cost), without times
+    launch_cost blocks() const {
+        launch_cost h{ 0.0, 0.0, block_rows, launches_per_block };
         h.wide_rows[0]  = wide_rows;
         h.wide_units[0] = wide_units;
         return h;

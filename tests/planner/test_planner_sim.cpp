@@ -112,7 +112,7 @@ TEST(planner_sim, holds_the_split_under_ten_percent_noise) {
 // a few noisy readings), changes its mind at most 4 times in 400 multiplies,
 // and a change never makes the split more than 8% slower (splits that close are within the noise of each other).
 // Not covered: an NPU whose time is a step function of its rows (whole blocks) and whose worker does not say so
-// (npu_cost_hint::block_rows): auto then sees a partial block as cheaper than it is.
+// (launch_cost::block_rows): auto then sees a partial block as cheaper than it is.
 TEST(planner_sim, no_oscillation_over_a_sweep_of_speeds) {
     int cases = 0, total_changes = 0, worse = 0;
     double worst_mean = 0.0, worst_mean_all = 0.0, all_mean = 0.0;
@@ -391,11 +391,11 @@ TEST(planner_sim, an_npu_that_measures_its_fixed_part_is_learned_from_one_size) 
     }
 }
 
-// The NPU's blocks as its worker runs them (npu_cost_hint::for_blocks): whole blocks of the widest size that fits,
+// The NPU's blocks as its worker runs them (launch_cost::for_blocks): whole blocks of the widest size that fits,
 // widest first, then the rest in the size that costs it least, the last one padded; and their cost in launches of
 // the narrowest.
 TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
-    npu_cost_hint h{ 0.0, 1e-4, 256, 2 };
+    launch_cost h{ 0.0, 1e-4, 256, 2 };
     h.wide_rows[0] = 1024; h.wide_units[0] = 3.0;
     h.wide_rows[1] = 512;  h.wide_units[1] = 1.8;
     auto blocks_of = [&h](int64_t rows) {
@@ -411,7 +411,7 @@ TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
     EXPECT_TRUE(blocks_of(0).empty());
     EXPECT_DOUBLE_EQ(h.units(1792), 2 * (3.0 + 1.8 + 1.0));
     EXPECT_DOUBLE_EQ(h.units(256), 2.0);
-    npu_cost_hint other = h;
+    launch_cost other = h;
     other.wide_units[1] = 2.0;
     EXPECT_FALSE(h.same_unit(other)) << "another block's cost is another unit of work";
 
@@ -423,7 +423,7 @@ TEST(planner_sim, the_npu_s_rows_run_in_its_widest_blocks_first) {
     EXPECT_EQ(blocks_of(1288), (std::vector<int64_t>{ 1024, 512 })) << "a padded last block is not cut";
     EXPECT_EQ(blocks_of(3072), (std::vector<int64_t>{ 1024, 1024, 1024 })) << "every row: the CPU's threads help";
     EXPECT_DOUBLE_EQ(h.units(2048), 2 * (3.0 + 1.8 + 1.0 + 1.0));
-    npu_cost_hint whole_only = h;
+    launch_cost whole_only = h;
     whole_only.part_of = 0;
     EXPECT_FALSE(h.same_unit(whole_only)) << "a part cut otherwise is another unit of work";
     h.wide_rows[1] = 0;   // no 512-row block: a 1,024-row one is not cut

@@ -325,7 +325,7 @@ TEST(npu_cpu_convert, the_cpu_threads_conversion_gives_the_npu_threads_result_bi
             if (new_graph) xdna::next_graph();   // a new graph: the input is converted again
             xdna::multiply m = xdna::describe_multiply(y);
             ASSERT_TRUE(npu->accepts(m) && npu->describe(m));
-            token_blocks = (cs.tokens + m.npu.kernel->tokens - 1) / m.npu.kernel->tokens;
+            token_blocks = (cs.tokens + m.npu_choice->kernel->tokens - 1) / m.npu_choice->kernel->tokens;
             if (by_cpu) {
                 m.convert_bf16 = [&](const std::vector<xdna::bf16_block> & b, const std::function<void(int, int)> & then) {
                     offers_taken++;

@@ -160,7 +160,7 @@ static ggml_tensor * cpu_worker_step_node(ggml_context * ctx, void * scratch, wo
     return op;
 }
 
-work_record cpu_worker::compute(const multiply & m, row_range rows, const driving * drive) {
+work_record cpu_worker::compute(const multiply & m, row_range rows, const driven_work * drive) {
     const double t0 = now_seconds();
     work_record res;
     if (rows.empty()) return res;

@@ -30,13 +30,14 @@ class cpu_worker final : public worker {
     bool takes_pairs() const override { return true; }
 
     // Computes `rows` of `m` (of both its nodes where it has a twin) now (begin + end); also used to recompute rows
-    // another worker failed on. With `driving`, in `driving->slices` slices of rows, each followed by a boundary at
-    // which every thread of its team runs the driven worker's step_poll, then its step_take (worker.h): one graph.
-    struct driving {
+    // another worker failed on. With `drive` (the device worker its team drives), in `drive->slices` slices of rows,
+    // each followed by a boundary at which every thread of its team runs that worker's step_poll, then its step_take
+    // (worker.h): one graph.
+    struct driven_work {
         worker * w = nullptr;
         int      slices = 1;
     };
-    work_record compute(const multiply & m, row_range rows, const driving * drive = nullptr);
+    work_record compute(const multiply & m, row_range rows, const driven_work * drive = nullptr);
 
     // MUL_MAT_ID: `rows` of the experts the planner gave the CPU (m.cpu_expert) only, for the tokens routed to each
     // (gathered into one plain multiply per expert, then scattered back): their share of another worker's rows.

@@ -8,7 +8,7 @@ namespace xdna::npu {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-double npu_cost_model::launch_seconds(const npu_design & d, const npu_kernel & kn) const {
+double npu_timing::launch_seconds(const npu_design & d, const npu_kernel & kn) const {
     xdna1_block b;
     b.M       = kn.tokens;
     b.K       = kn.k;
@@ -20,13 +20,13 @@ double npu_cost_model::launch_seconds(const npu_design & d, const npu_kernel & k
     return device.queued_s + device.run_seconds(d.tile, b);
 }
 
-npu_cost_hint npu_tiling::hint(const npu_cost_model & cost, int64_t launches_per_block, int64_t activations) const {
-    npu_cost_hint h;
+launch_cost npu_tiling::hint(const npu_timing & cost, int64_t launches_per_block, int64_t activations) const {
+    launch_cost h;
     h.block_rows         = kernel->rows;
     h.launches_per_block = launches_per_block;
     h.launch_s           = cost.launch_seconds(*design, *kernel);
     h.fixed_s            = cost.device.dispatch_s + cost.convert_s * (double) activations;
-    for (int i = 0; i < npu_cost_hint::max_wide && wide[i]; ++i) {
+    for (int i = 0; i < launch_cost::max_wide && wide[i]; ++i) {
         h.wide_rows[i]  = wide[i]->rows;
         h.wide_units[i] = cost.launch_seconds(*design, *wide[i]) / h.launch_s;
     }
@@ -49,7 +49,7 @@ std::vector<const npu_design *> choose_designs(const npu_manifest & m, npu_dtype
 }
 
 npu_tiling choose_tiling(const npu_manifest & m, const std::vector<const npu_design *> & designs, int64_t tokens,
-                         int64_t rows, int64_t k, const npu_cost_model & cost, int64_t max_rows, int held) {
+                         int64_t rows, int64_t k, const npu_timing & cost, int64_t max_rows, int held) {
     npu_tiling best;
     best.predicted_s = std::numeric_limits<double>::infinity();
     for (const npu_design * design : designs) {
@@ -67,11 +67,11 @@ npu_tiling choose_tiling(const npu_manifest & m, const std::vector<const npu_des
             npu_tiling t;
             t.design = design;
             t.kernel = ks[end - 1];
-            for (size_t j = i; j + 1 < end && j - i < size_t(npu_cost_hint::max_wide); ++j) t.wide[j - i] = ks[j];
+            for (size_t j = i; j + 1 < end && j - i < size_t(launch_cost::max_wide); ++j) t.wide[j - i] = ks[j];
             t.k_padded     = ceil_div(k, t.kernel->k) * t.kernel->k;
             t.token_blocks = ceil_div(tokens, t.kernel->tokens);
             t.k_blocks     = t.k_padded / t.kernel->k;
-            const npu_cost_hint h = t.hint(cost, t.token_blocks * t.k_blocks, 0);
+            const launch_cost h = t.hint(cost, t.token_blocks * t.k_blocks, 0);
             t.predicted_s = first + h.units(rows) * h.launch_s;
             if (t.predicted_s < best.predicted_s) best = t;
         }

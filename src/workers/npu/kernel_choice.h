@@ -15,7 +15,7 @@
 
 namespace xdna::npu {
 
-struct npu_cost_model {
+struct npu_timing {
     xdna1_device_timing device;    // the device's (npu_runtime::timing)
     double convert_s  = 1e-9;      // converting one activation to bf16 or int8 on one host core (bench-convert)
 
@@ -24,18 +24,18 @@ struct npu_cost_model {
 };
 
 // The blocks a multiply runs in: one token size, and its row sizes (the narrowest, and wider ones used where the rows
-// fill them: npu_cost_hint::for_blocks).
+// fill them: launch_cost::for_blocks).
 struct npu_tiling {
     const npu_design * design = nullptr;
     const npu_kernel * kernel = nullptr;   // the narrowest block
-    const npu_kernel * wide[npu_cost_hint::max_wide] = {};   // wider blocks of the same tokens, widest first
+    const npu_kernel * wide[launch_cost::max_wide] = {};   // wider blocks of the same tokens, widest first
     int64_t k_padded = 0;           // K rounded up to the kernel's K block: the converted weights' row stride
     int64_t token_blocks = 0, k_blocks = 0;
     double  predicted_s = 0.0;
 
     // The planner's prediction for a multiply run in these blocks: launches_per_block launches per block of rows
     // (K blocks x token blocks, of every expert taken), one first dispatch, `activations` values converted.
-    npu_cost_hint hint(const npu_cost_model & cost, int64_t launches_per_block, int64_t activations) const;
+    launch_cost hint(const npu_timing & cost, int64_t launches_per_block, int64_t activations) const;
 };
 
 // The designs for (a, b) types and K, which all share one K block and so one layout of the converted weights: the
@@ -48,6 +48,6 @@ std::vector<const npu_design *> choose_designs(const npu_manifest & m, npu_dtype
 // sizes up to `max_rows` (the widest block the worker's buffers hold); a design other than `held` (the one the NPU
 // holds, -1: none) is charged the switch.
 npu_tiling choose_tiling(const npu_manifest & m, const std::vector<const npu_design *> & designs, int64_t tokens,
-                         int64_t rows, int64_t k, const npu_cost_model & cost, int64_t max_rows, int held);
+                         int64_t rows, int64_t k, const npu_timing & cost, int64_t max_rows, int held);
 
 }  // namespace xdna::npu

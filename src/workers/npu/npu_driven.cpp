@@ -12,14 +12,14 @@
 namespace xdna {
 
 // Driven by the CPU worker's team (worker.h): the set-up and the first launches here, on the calling thread.
-void npu_worker::start_driven(const multiply & m, row_range rows) {
+void npu_worker::driven_begin(const multiply & m, row_range rows) {
     drive.reset(new driven_call);
     driven_call & d = *drive;
     d.t0 = now_seconds();
     trace::scope ts("npu rows: start (driven)", rows.size());
     d.result = npu_worker_guard([&] {
-        work_record r = set_up(d.c, m, rows, d.t0);
-        if (r.ok() && !d.c.jobs.empty()) run_first(d.c);
+        work_record r = open_call(d.c, m, rows, d.t0);
+        if (r.ok() && !d.c.jobs.empty()) launch_first(d.c);
         return r;
     });
     d.polled_at = d.c.first_launched;
@@ -27,16 +27,16 @@ void npu_worker::start_driven(const multiply & m, row_range rows) {
 }
 
 // The first launches of a call (as many as it keeps in flight).
-void npu_worker::run_first(call & c) {
+void npu_worker::launch_first(call & c) {
     try {
-        while (c.launched < std::min<int64_t>(c.depth, (int64_t) c.blocks.size())) launch_next(c);
+        while (c.launched < std::min<int64_t>(c.depth, (int64_t) c.launches.size())) launch_next(c);
     } catch (...) {
         drain();
         throw;
     }
 }
 
-// A step's failure: kept for finish_driven, and no more launches (the runs in flight are drained there).
+// A step's failure: kept for driven_end, and no more launches (the runs in flight are drained there).
 void npu_worker::driven_call::fail(work_record r) {
     std::lock_guard<std::mutex> lock(mu);
     if (result.ok()) result = std::move(r);
@@ -53,7 +53,7 @@ void npu_worker::step_poll(int ith, int) {
     d.ready.store(0, std::memory_order_relaxed);
     if (d.stopped.load(std::memory_order_acquire)) return;
     call & c = d.c;
-    const int64_t n = (int64_t) c.blocks.size();
+    const int64_t n = (int64_t) c.launches.size();
     d.step_t0 = now_seconds();
     trace::scope ts("poll (driven)");
     int64_t k = 0;
@@ -89,7 +89,7 @@ void npu_worker::step_take(int ith, int nth) {
         if (ith == 0) ts.emplace("take results (driven)", k);
         r = npu_worker_guard([&] {
             for (int64_t i = c.taken; i < c.taken + k; ++i) {
-                const block & bl = c.blocks[i];
+                const launch & bl = c.launches[i];
                 const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
                 finite = take_tokens(c, *slots[i % c.depth], i, t_end * ith / nth, t_end * (ith + 1) / nth) && finite;
             }
@@ -105,18 +105,18 @@ void npu_worker::step_take(int ith, int nth) {
     if (!d.stopped.load(std::memory_order_acquire)) {
         const work_record l = npu_worker_guard([&] {
             trace::scope ts("launch (driven)");
-            while (c.launched < (int64_t) c.blocks.size() && c.launched < c.taken + c.depth) launch_next(c);
+            while (c.launched < (int64_t) c.launches.size() && c.launched < c.taken + c.depth) launch_next(c);
             return work_record();
         });
         if (!l.ok()) d.fail(l);
     }
     d.team_seconds += now_seconds() - d.step_t0;
-    d.handed.fetch_add(1, std::memory_order_release);   // to the next poll and to finish_driven, on other threads
+    d.handed.fetch_add(1, std::memory_order_release);   // to the next poll and to driven_end, on other threads
 }
 
 // The rest of a driven call, on the calling thread (the CPU worker's team lent to it, help()).
-work_record npu_worker::finish_driven() {
-    if (!drive) return ended(work_record::failed(work_failure::device_run, "no driven call to finish"));
+work_record npu_worker::driven_end() {
+    if (!drive) return call_over(work_record::failed(work_failure::device_run, "no driven call to finish"));
     std::unique_ptr<driven_call> d = std::move(drive);
     (void) d->handed.load(std::memory_order_acquire);
     call & c = d->c;
@@ -130,14 +130,14 @@ work_record npu_worker::finish_driven() {
     if (!r.ok()) {
         drain();
     } else if (!c.jobs.empty()) {
-        const int64_t n = (int64_t) c.blocks.size();
+        const int64_t n = (int64_t) c.launches.size();
         const double t_fin = now_seconds();
         if (d->npu_done == 0.0 && c.launched == n && rt->finished(slots[(n - 1) % c.depth]->run)) {
             d->npu_done = 0.5 * (d->polled_at + t_fin);
         }
         r = npu_worker_guard([&] {
             run_pipeline(c);
-            return wrap_up(c, d->t0);
+            return close_call(c, d->t0);
         });
         // The NPU done before the CPU's rows, it only waited for them: its time runs to when its last run ended, as
         // the boundaries saw it (the planner learns the NPU's speed, not the CPU's; measured to the end, the NPU looked
@@ -151,7 +151,7 @@ work_record npu_worker::finish_driven() {
     if (r.seconds == 0.0) r.seconds = now_seconds() - d->t0;
     r.team_seconds = d->team_seconds;
     r.team_results = d->team_results;
-    return ended(r);
+    return call_over(r);
 }
 
 }  // namespace xdna

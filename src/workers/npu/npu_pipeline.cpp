@@ -31,23 +31,23 @@ using namespace npu;
 void npu_worker::before_start(const multiply & m, row_range rows) {
     helper.open();   // the caller may lend its thread once its own rows are done (help())
     wake_spares();   // and threads of the worker's own serve it from now on, where cores are idle
-    if (!m.npu.kernel || rows.empty() || switched_off) return;
+    if (!m.npu_choice || rows.empty() || switched_off) return;
     if (m.on_cpu_threads) convert_weights_on_cpu(m);
     if (w8 || m.is_id() || !m.convert_bf16) return;
-    const npu_kernel & kn = *m.npu.kernel;
+    const npu_kernel & kn = *m.npu_choice->kernel;
     const ggml_tensor * x = m.node->src[1];
     const int64_t k = x->ne[0], tokens = x->ne[1], tb = kn.tokens, kb = kn.k;
     if (k % kb != 0 || x->nb[0] != sizeof(float) || x->ne[2] * x->ne[3] != 1) return;
     const int64_t k_blocks = k / kb, a_blocks = (tokens + tb - 1) / tb * k_blocks;
     const size_t block_bytes = size_t(tb) * kb * sizeof(ggml_bf16_t), bytes = size_t(a_blocks) * block_bytes;
-    const arena_key key = input_key(x, tb, kb, m.npu.k_padded(), a_blocks);
+    const arena_key key = input_key(x, tb, kb, m.npu_choice->k_padded, a_blocks);
     if (key == arena_holds && arena_k_held >= k_blocks && act_arena.size() >= bytes) return;   // held (gate after up)
     if (bytes > arena_cap || !reserve_arena(kn, bytes)) return;
     arena_holds = arena_key();   // until the new contents are complete
     // Where the worker's thread goes on by itself (not driven), only the first K block of each token block: the first
     // launch reads no more, and the worker converts the others, on the threads lent to it, while that launch is
     // dispatched (150 us), instead of the NPU waiting for all of them (K = 3,072, -t 8 on 16 vCPUs: ~170 us).
-    const int64_t k_first = driving() ? k_blocks : 1;
+    const int64_t k_first = is_driven() ? k_blocks : 1;
     std::vector<bf16_block> blocks;
     uint8_t * base = act_arena.as<uint8_t>();
     for (int64_t tbi = 0; tbi * tb < tokens; ++tbi) {
@@ -102,7 +102,7 @@ template <class F> void npu_worker::on_lent_threads(int64_t n, int64_t parts, F 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
 // straight into its place in the arena, then synced. The rows past the real tokens give result rows nobody reads.
 // In parts of 64 tokens or more, on the threads lent to the worker where there are any.
-void npu_worker::convert_block(call & c, const block & bl) {
+void npu_worker::convert_block(call & c, const launch & bl) {
     const job & j = c.jobs[bl.job];
     const int64_t t0 = bl.tbi * c.tb, n = std::min(c.tb, j.n_tokens - t0);
     const int64_t col = bl.kbi * c.kb, cols = std::min(c.kb, c.k - col);
@@ -129,7 +129,7 @@ void npu_worker::convert_block(call & c, const block & bl) {
 // the weight is resident (a view of its buffer, synced when it was made); otherwise, or where the block runs past
 // that buffer, copied into the slot with zeros past the last row.
 void npu_worker::fill_slot(call & c, slot & s, int64_t i) {
-    const block & bl = c.blocks[i];
+    const launch & bl = c.launches[i];
     const int64_t place = bl.a_block % c.places;
     if (c.a_held[place] != bl.a_block) convert_block(c, bl);
     if (!c.a_unsynced.empty() && c.a_unsynced[place]) {
@@ -177,7 +177,7 @@ static bool all_finite(const float * v, int64_t n) {
 // ~100 us on two threads, and the last block's comes after the NPU's part, on the multiply's path (at share 1, -t 8,
 // 3,140 GFLOP/s: ~100 us of ~1.6 ms per multiply). Parts of 32 tokens at least.
 void npu_worker::take_result(call & c, slot & s, int64_t i) {
-    const block & bl = c.blocks[i];
+    const launch & bl = c.launches[i];
     const int64_t t_end = std::min(c.tb, c.jobs[bl.job].n_tokens - bl.tbi * c.tb);
     trace::scope ts("take result", t_end);
     const int64_t parts = std::min<int64_t>(helper.present() + 1, std::max<int64_t>(1, t_end / 32));
@@ -190,7 +190,7 @@ void npu_worker::take_result(call & c, slot & s, int64_t i) {
 // False: a value the run cannot have produced (NaN or Inf; for int8, beyond what int8 products can sum to).
 bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end) {
     if (t_begin >= t_end) return true;
-    const block & bl = c.blocks[i];
+    const launch & bl = c.launches[i];
     const job & j = c.jobs[bl.job];
     const row_block & rb = c.row_blocks[bl.rbi];
     const int64_t width = rb.kn->rows;   // the result's row stride: the block's rows
@@ -237,8 +237,8 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
 // prepares launch i + depth there. A slot's buffers are touched only once its run has been waited for. It goes on from
 // where it stands (c.launched, c.taken): a driven call (begin_driven) has made progress before.
 void npu_worker::run_pipeline(call & c) {
-    const int64_t n = (int64_t) c.blocks.size();
-    run_first(c);
+    const int64_t n = (int64_t) c.launches.size();
+    launch_first(c);
     try {
         while (c.taken < n) {
             slot & cur = *slots[c.taken % c.depth];
@@ -263,8 +263,8 @@ void npu_worker::launch_next(call & c) {
     slot & s = *slots[i % c.depth];
     fill_slot(c, s, i);
     trace::scope ts("launch");
-    const npu_kernel & kn = *c.row_blocks[c.blocks[i].rbi].kn;
-    s.run = rt->launch(kn, c.a_views[c.blocks[i].a_block % c.places], *s.b_arg, s.c);
+    const npu_kernel & kn = *c.row_blocks[c.launches[i].rbi].kn;
+    s.run = rt->launch(kn, c.a_views[c.launches[i].a_block % c.places], *s.b_arg, s.c);
     held_design.store(kn.design, std::memory_order_relaxed);
     if (i == 0) c.first_launched = now_seconds();
     c.launched++;

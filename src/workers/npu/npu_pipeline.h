@@ -35,7 +35,7 @@ struct npu_worker::job {
 };
 
 // One launch: its job, token block, row block and K block, and the activation block it reads.
-struct npu_worker::block {
+struct npu_worker::launch {
     int64_t job, tbi, rbi, kbi, a_block;
 };
 
@@ -52,11 +52,11 @@ struct npu_worker::call {
     row_range           rows;
     std::vector<job>    jobs;
     const npu_kernel *  kn = nullptr;      // the narrowest block (every block has its tokens and K block)
-    std::vector<row_block> row_blocks;     // the worker's rows in blocks, widest first (npu_cost_hint::for_blocks)
+    std::vector<row_block> row_blocks;     // the worker's rows in blocks, widest first (launch_cost::for_blocks)
     int64_t             k = 0, ld = 0, tb = 0, kb = 0;
     int64_t             k_blocks = 0;
     size_t              a_elem = 2;
-    std::vector<block>       blocks;      // every launch, in pipeline order
+    std::vector<launch>      launches;      // every launch, in pipeline order
     // The arena's places for activation blocks (job, token block, K block): block ab lives at place ab % places;
     // every block has its own when the arena holds them all, else the places are reused in turn (as many runs in
     // flight as places at most: the runs in flight read at most that many consecutive blocks)

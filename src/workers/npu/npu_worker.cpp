@@ -152,18 +152,16 @@ bool npu_worker::describe(multiply & m) const {
         }
         if (token_blocks == 0) return false;   // every expert with tokens went to the CPU
     }
-    m.npu.kernel   = t.kernel;
-    std::copy(t.wide, t.wide + npu_cost_hint::max_wide, m.npu.wide);
-    m.npu.k_blocks = t.k_blocks;
+    m.npu_choice = std::make_shared<const npu_tiling>(t);
     // a pair: each block of rows launched for both weights, on the same activations
-    m.npu.cost     = t.hint(cost, token_blocks * t.k_blocks * m.nodes(), activations);
+    m.npu_cost = t.hint(cost, token_blocks * t.k_blocks * m.nodes(), activations);
     // Whether the weights are converted already, so that rows of them cost the NPU no one-time work (counted as so: a
     // MUL_MAT_ID's, whose experts change from one multiply to the next, and one the cache cannot keep)
-    m.npu.weights_ready = true;
+    m.npu_weights_ready = true;
     for (int i = 0; i < m.nodes() && !m.is_id(); ++i) {
         const ggml_tensor * wi = m.node_at(i)->src[0];
-        m.npu.weights_ready = m.npu.weights_ready && (!weight_cache::cacheable(wi) ||
-            weights.cached(wi, 0, w8 ? weight_format::int8 : weight_format::bf16, m.npu.k_padded()));
+        m.npu_weights_ready = m.npu_weights_ready && (!weight_cache::cacheable(wi) ||
+            weights.cached(wi, 0, w8 ? weight_format::int8 : weight_format::bf16, m.npu_choice->k_padded));
     }
     return true;
 }
@@ -310,14 +308,14 @@ void npu_worker::note_failure(const std::string & why) {
 }
 
 // Whatever way a call ends, the lent threads return, and a failure counts towards switching the NPU off.
-work_record npu_worker::ended(work_record r) {
+work_record npu_worker::call_over(work_record r) {
     helper.close();
     if (r.ok()) failures_in_a_row = 0; else note_failure(r.why());
     return r;
 }
 
 work_record npu_worker::run(const multiply & m, row_range rows) {
-    return ended(npu_worker_guard([&] { return compute(m, rows); }));
+    return call_over(npu_worker_guard([&] { return run_call(m, rows); }));
 }
 
 bool npu_worker::prepare_job(job & j, row_range rows, int64_t ld, std::string * err) {
@@ -376,17 +374,17 @@ void npu_worker::plan_jobs(call & c) const {
             c.jobs.push_back(std::move(j));
         }
     }
-    const npu_kernel & kn = *m.npu.kernel;
+    const npu_kernel & kn = *m.npu_choice->kernel;
     c.kn     = &kn;
     c.k      = node->src[0]->ne[0];
-    c.ld     = m.npu.k_padded();
+    c.ld     = m.npu_choice->k_padded;
     c.tb     = kn.tokens;
     c.kb     = kn.k;
-    c.k_blocks = m.npu.k_blocks;
+    c.k_blocks = m.npu_choice->k_blocks;
     int64_t row0 = 0;
-    m.npu.cost.for_blocks(c.rows.size(), [&](int64_t block_rows, double) {
+    m.npu_cost.for_blocks(c.rows.size(), [&](int64_t block_rows, double) {
         const npu_kernel * bk = &kn;
-        for (const npu_kernel * w : m.npu.wide) if (w && w->rows == block_rows) bk = w;
+        for (const npu_kernel * w : m.npu_choice->wide) if (w && w->rows == block_rows) bk = w;
         c.row_blocks.push_back({ row0, bk });
         row0 += block_rows;
     });
@@ -407,7 +405,7 @@ void npu_worker::place_activations(call & c) {
             for (int64_t kbi = 0; kbi < c.k_blocks; ++kbi, ++a_blocks) {
                 for (int64_t ji = j0; ji < j0 + group; ++ji) {
                     for (int64_t rbi = 0; rbi < (int64_t) c.row_blocks.size(); ++rbi) {
-                        c.blocks.push_back({ ji, tbi, rbi, kbi, a_blocks });
+                        c.launches.push_back({ ji, tbi, rbi, kbi, a_blocks });
                     }
                 }
             }
@@ -451,7 +449,7 @@ void npu_worker::place_activations(call & c) {
 // ran at 756 and 816 prompt tokens/s where a fixed share 0.5, whose weights all convert in the first prompt, ran at
 // 1,237 and 1,107). Found in the cache, a weight costs a lookup here. Whether it converted any.
 bool npu_worker::convert_weights_on_cpu(const multiply & m) {
-    if (!m.is_id() && m.npu.weights_ready) return false;   // describe() found them converted (or not to be kept)
+    if (!m.is_id() && m.npu_weights_ready) return false;   // describe() found them converted (or not to be kept)
     const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     const int64_t experts = m.is_id() ? m.routing.experts() : 1;
     std::string err;
@@ -460,10 +458,10 @@ bool npu_worker::convert_weights_on_cpu(const multiply & m) {
         const ggml_tensor * w = m.node_at(i)->src[0];
         for (int64_t e = 0; e < experts; ++e) {
             if (m.is_id() && (m.routing.tokens_of(e) == 0 || m.on_cpu(e))) continue;   // the experts plan_jobs takes
-            if (!weights.cached(w, e, fmt, m.npu.k_padded())) {
+            if (!weights.cached(w, e, fmt, m.npu_choice->k_padded)) {
                 trace::scope ts("convert weight (CPU threads)", w->ne[1]);
                 bool first_use = false;
-                weights.get(w, e, fmt, m.npu.k_padded(), &err, &first_use, &m.on_cpu_threads);
+                weights.get(w, e, fmt, m.npu_choice->k_padded, &err, &first_use, &m.on_cpu_threads);
                 converted = converted || first_use;
             }
         }
@@ -472,13 +470,13 @@ bool npu_worker::convert_weights_on_cpu(const multiply & m) {
 }
 
 bool npu_worker::prepare_ahead(const multiply & m) {
-    return m.npu.kernel && !switched_off && convert_weights_on_cpu(m);
+    return m.npu_choice && !switched_off && convert_weights_on_cpu(m);
 }
 
 // The call's set-up before the pipeline: its jobs, their weights, the slots and the activations' places. A failure,
 // or success (with no jobs: nothing to do).
-work_record npu_worker::set_up(call & c, const multiply & m, row_range rows, double t0) {
-    if (!m.npu.kernel) return work_record::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
+work_record npu_worker::open_call(call & c, const multiply & m, row_range rows, double t0) {
+    if (!m.npu_choice) return work_record::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
     c.m    = &m;
     c.rows = rows;
     plan_jobs(c);
@@ -507,8 +505,8 @@ work_record npu_worker::set_up(call & c, const multiply & m, row_range rows, dou
 }
 
 // After the pipeline: what the arena holds now, the result's check, and the times.
-work_record npu_worker::wrap_up(call & c, double t0) {
-    bool all_held = c.places == (int64_t) c.blocks.back().a_block + 1;
+work_record npu_worker::close_call(call & c, double t0) {
+    bool all_held = c.places == (int64_t) c.launches.back().a_block + 1;
     for (int64_t p = 0; all_held && p < c.places; ++p) all_held = c.a_held[p] == p;
     if (all_held) {
         arena_holds  = c.arena_key_after;
@@ -524,18 +522,18 @@ work_record npu_worker::wrap_up(call & c, double t0) {
     return res;
 }
 
-work_record npu_worker::compute(const multiply & m, row_range rows) {
+work_record npu_worker::run_call(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
     trace::name_thread("NPU worker (host)");
     trace::scope ts("npu rows", rows.size());
     call c;
-    work_record res = set_up(c, m, rows, t0);
+    work_record res = open_call(c, m, rows, t0);
     if (!res.ok() || c.jobs.empty()) {
         if (res.ok()) res.seconds = now_seconds() - t0;
         return res;
     }
     run_pipeline(c);
-    return wrap_up(c, t0);
+    return close_call(c, t0);
 }
 
 }  // namespace xdna

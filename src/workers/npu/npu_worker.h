@@ -2,7 +2,7 @@
 // XDNA1 where there is none), on a persistent thread of its own, or, where the CPU worker's threads take every core,
 // driven by the CPU worker's team between slices of its rows (begin_driven, step_poll, step_take; worker.h).
 //
-// Per multiply: the worker's rows are tiled into the kernel set's blocks, widest first (npu_cost_hint::for_blocks;
+// Per multiply: the worker's rows are tiled into the kernel set's blocks, widest first (launch_cost::for_blocks;
 // edges padded with zeros); each block of activations (tokens x one K block) is converted to bf16 (or int8 with one
 // scale per token) when the first launch that reads it is prepared, straight into an NPU buffer, and read in place by
 // every launch that needs it. Three
@@ -48,7 +48,7 @@ class npu_worker final : public async_worker {
     const char * name() const override { return "npu"; }
     bool accepts(const multiply & m) const override;
     int64_t row_align(const multiply & m) const override;
-    bool describe(multiply & m) const override;   // the block it will run (m.npu) and its cost
+    bool describe(multiply & m) const override;   // the blocks it will run (m.npu_choice) and their cost (m.npu_cost)
     double device_busy_seconds() const override { return 1e-3 * rt->stats().busy_ms; }
     // the caller's thread takes parts of each block's result until the call is over (any number of threads at once)
     void help() override { helper.serve(); }
@@ -89,35 +89,35 @@ class npu_worker final : public async_worker {
     work_record run(const multiply & m, row_range rows) override;
     // a dense bf16 multiply: the CPU worker's threads convert its activations into the arena (m.convert_bf16)
     void before_start(const multiply & m, row_range rows) override;
-    void start_driven(const multiply & m, row_range rows) override;
-    work_record finish_driven() override;
+    void driven_begin(const multiply & m, row_range rows) override;
+    work_record driven_end() override;
 
   private:
     npu_worker(std::unique_ptr<npu_runtime> rt, const config & cfg);
 
     struct slot;
     struct job;
-    struct block;
+    struct launch;
     struct row_block;
     struct call;
     // the designs that can compute w (one per core tile, all of one K block: kernel_choice.h); empty: none
     std::vector<const npu_design *> designs_for(const ggml_tensor * w) const;
     struct driven_call;
-    work_record compute(const multiply & m, row_range rows);
-    work_record ended(work_record r);   // every call's end: the lent threads released, failures counted
+    work_record run_call(const multiply & m, row_range rows);
+    work_record call_over(work_record r);   // every call's end: the lent threads released, failures counted
     // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
-    work_record set_up(call & c, const multiply & m, row_range rows, double t0);
+    work_record open_call(call & c, const multiply & m, row_range rows, double t0);
     void plan_jobs(call & c) const;
     bool prepare_job(job & j, row_range rows, int64_t ld, std::string * err);
     void place_activations(call & c);
-    void run_first(call & c);      // the first launches (a driven call's, before the team's steps)
+    void launch_first(call & c);      // the first launches (a driven call's, before the team's steps)
     void run_pipeline(call & c);   // from where the call stands to its end
     void launch_next(call & c);
     void drain();                  // every run in flight waited for, or parked after a timeout (its buffers let go)
     bool too_many_parked() const;  // max_parked runs or more still on the NPU after timeouts (said once)
-    work_record wrap_up(call & c, double t0);
+    work_record close_call(call & c, double t0);
     void fill_slot(call & c, slot & s, int64_t i);
-    void convert_block(call & c, const block & bl);
+    void convert_block(call & c, const launch & bl);
     bool convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
     void take_result(call & c, slot & s, int64_t i);
     bool take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int64_t t_end);
@@ -135,7 +135,7 @@ class npu_worker final : public async_worker {
 
     std::unique_ptr<npu_runtime> rt;
     npu::weight_cache            weights;
-    npu::npu_cost_model          cost;
+    npu::npu_timing          cost;
     bool                         w8;
     std::atomic<int>             held_design{ -1 };   // the design of the last launch: the one the NPU holds
     // Runs in flight: one per slot. Two keep the NPU fed while the host takes one block's result in less time than
