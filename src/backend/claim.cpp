@@ -3,12 +3,13 @@
 #include "ggml.h"
 
 #include <cstring>
+#include <string>
 
 namespace xdna {
 
 namespace {
 
-bool fail(const char ** why, const char * reason) {
+bool fail(std::string * why, const char * reason) {
     if (why) *why = reason;
     return false;
 }
@@ -52,7 +53,7 @@ int64_t claim_tokens(const ggml_tensor * op) {
     return op->op == GGML_OP_MUL_MAT_ID ? op->src[1]->ne[2] : op->src[1]->ne[1];
 }
 
-bool claim(const ggml_tensor * op, const claim_context & ctx, const char ** why) {
+bool claim(const ggml_tensor * op, const claim_context & ctx, std::string * why) {
     if (is_layout_op(op->op)) {
         return true;
     }

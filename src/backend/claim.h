@@ -14,6 +14,8 @@
 // or int8 with GGML_XDNA_NPU_W8): then the multiply is not claimed. Unknown values are not claimed.
 #pragma once
 
+#include <string>
+
 #include "ggml-backend.h"
 
 namespace xdna {
@@ -45,7 +47,7 @@ int32_t claim_src1_request(const ggml_tensor * op);
 bool claim_src1_allows(const ggml_tensor * op, int32_t to);
 
 // True if the backend takes `op`. On false, `why` (if given) names the first rule that failed.
-bool claim(const ggml_tensor * op, const claim_context & ctx, const char ** why = nullptr);
+bool claim(const ggml_tensor * op, const claim_context & ctx, std::string * why = nullptr);
 
 // True for the weight buffer types the backend reads in place.
 bool claim_weight_buft(ggml_backend_buffer_type_t buft, const claim_context & ctx);

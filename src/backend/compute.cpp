@@ -1,6 +1,7 @@
 #include "backend/compute.h"
 
 #include "backend/claim.h"
+#include "config/config.h"
 
 #include "util/clock.h"
 #include "util/log.h"
@@ -26,6 +27,15 @@ std::string compute_engine::summary() const {
     return head + totals.line();
 }
 
+// Whether the CPU worker's team drives a device worker between slices of its rows (cpu_worker::compute's `drive`)
+// instead of that worker's own thread: where the team takes every core of 4 or more, that thread would take a core
+// from it; driven, the NPU costs the team no thread (XDNA_TEST_TEAM_DRIVES forces either way, for tests).
+bool compute_engine::team_drives() const {
+    const int policy = get_config().npu_team_drives;
+    if (policy == 0 || cpu.threads() < 2) return false;
+    return policy > 0 || (cpu.cores() >= 4 && cpu.threads() >= cpu.cores());
+}
+
 // Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
 // the CPU worker (the planner decides who gets rows: next to the GPU, the NPU only joins large multiplies).
 void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const {
@@ -35,11 +45,11 @@ void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std:
         const bool npu = w->kind() == worker_kind::npu;
         // a part of the rows ends in narrow blocks (launch_cost::part_of), unless the CPU's team drives the NPU:
         // then the team takes the last result with it once its own rows are done (finish_driven)
-        if (npu && !cpu.team_drives()) m.npu_cost.part_of = m.node->src[0]->ne[1];
+        if (npu && !team_drives()) m.npu_cost.part_of = m.node->src[0]->ne[1];
         pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu_cost : launch_cost{}, !npu || m.npu_weights_ready });
     }
     ws.push_back(&cpu);
-    pw.push_back({ worker_kind::cpu, cpu.row_align(m), launch_cost{}, true, cpu.team_drives() });
+    pw.push_back({ worker_kind::cpu, cpu.row_align(m), launch_cost{}, true, team_drives() });
 }
 
 // The NPU's rows of the multiply (the last range is the CPU's).
@@ -73,7 +83,7 @@ work_record compute_engine::cpu_part(const multiply & m, row_range own, const st
 // multiply, and the NPU's thread still waiting for a core now and then), so the team does the NPU's host work itself,
 // between slices of its rows. One worker at most.
 worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const std::vector<row_range> & rows) const {
-    if (!cpu.team_drives()) return nullptr;
+    if (!team_drives()) return nullptr;
     for (size_t i = 0; i + 1 < ws.size(); ++i) {
         if (!rows[i].empty() && ws[i]->drivable()) return ws[i];
     }

@@ -43,6 +43,7 @@ class compute_engine {
     void complete(const call & c, size_t i, work_record & r) const;   // whose record it is
     void learn(call & c, split_planner & planner, double wall, bool once_on_cpu);
     void trace_multiply(const call & c, const ggml_tensor * twin, double t_start, plan_reason why) const;
+    bool team_drives() const;
     void participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const;
     work_record cpu_part(const multiply & m, row_range own, const std::vector<worker *> & ws,
                          const std::vector<row_range> & rows, const cpu_worker::driven_work * drive);

@@ -2,7 +2,7 @@
 
 #include "backend/planner_file.h"
 #include "convert/xdna_convert.h"
-#include "npu/npu_xrt_api.h"
+#include "config/config.h"
 #include "util/log.h"
 #include "workers/gpu/gpu_device.h"
 #include "workers/npu/npu_worker.h"
@@ -45,7 +45,7 @@ device_state::device_state()
     : cfg(get_config()), planner(planner_options_from(cfg.npu_share, cfg)),
       decode_planner(planner_options_from(cfg.npu_decode, cfg)) {
     // built with XRT on Linux; on Windows, whether the XRT DLL beside the plugin is the real one or the emulator's
-    const npu_choice n = choose_npu(cfg, npu_xrt_is_hardware());
+    const npu_choice n = choose_npu(cfg, npu_worker::xrt_is_hardware());
     if (n.open) {
         npu = npu_worker::create(cfg);
         if (!npu) npu_absent = "none (it did not start)";
@@ -138,7 +138,7 @@ std::string device_state::description() const {
     return d + " CPU";
 }
 
-void device_state::log_decision_once(const ggml_tensor * op, bool claimed, const char * why) {
+void device_state::log_decision_once(const ggml_tensor * op, bool claimed, const std::string & why) {
     if (!cfg.debug || (op->op != GGML_OP_MUL_MAT && op->op != GGML_OP_MUL_MAT_ID)) return;
     std::string key = shape_key_of(op, xdna_tensor_in_repack_buffer(op->src[0])).str();
     std::string line = key + (claimed ? ": claimed" : std::string(": left to the CPU backend (") + why + ")");

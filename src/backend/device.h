@@ -43,7 +43,7 @@ struct device_state {
     std::string description() const;
 
     // logs a routing decision once per shape and verdict (GGML_XDNA_DEBUG=1)
-    void log_decision_once(const ggml_tensor * op, bool claimed, const char * why);
+    void log_decision_once(const ggml_tensor * op, bool claimed, const std::string & why);
 
     // a node of a graph handed to the backend: a multiply's weight the NPU takes is offered to the load-time warm-up
     void offer_weight(const ggml_tensor * op);

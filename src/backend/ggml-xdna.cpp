@@ -4,6 +4,7 @@
 #include "backend/device.h"
 #include "backend/ggml_check.h"
 #include "os/os.h"
+#include "config/config.h"
 #include "util/log.h"
 #include "util/own_file.h"
 
@@ -251,7 +252,7 @@ static ggml_backend_buffer_t ggml_backend_xdna_device_buffer_from_host_ptr(ggml_
 
 static bool ggml_backend_xdna_device_supports_op(ggml_backend_dev_t, const struct ggml_tensor * op) {
     device_state & st = xdna_state();
-    const char * why = nullptr;
+    std::string why;
     const bool ok = claim(op, st.claim_ctx(), &why);
     st.log_decision_once(op, ok, why);
     return ok;
@@ -343,8 +344,8 @@ static int ggml_backend_xdna_score() {
         return 0;
     }
     const ggml_facts built = ggml_built_facts();
-    const std::string why = ggml_mismatch(built, ggml_loaded_facts(built));
-    if (!why.empty()) {
+    std::string why;
+    if (!ggml_matches(built, ggml_loaded_facts(built), &why)) {
         XDNA_LOG_ERROR("%s", why.c_str());
         return 0;
     }

@@ -36,10 +36,13 @@ ggml_facts ggml_loaded_facts(const ggml_facts & built) {
     return f;
 }
 
-std::string ggml_mismatch(const ggml_facts & built, const ggml_facts & loaded) {
+bool ggml_matches(const ggml_facts & built, const ggml_facts & loaded, std::string * why_not) {
     const std::string head = "built for ggml " + built.version + " but loaded into ggml " + loaded.version;
     const std::string tail = "; not loading: rebuild the plugin against this llama.cpp, one of " XDNA_GGML_RANGE;
-    if (loaded.version != built.version) return head + tail;
+    if (loaded.version != built.version) {
+        if (why_not) *why_not = head + tail;
+        return false;
+    }
     std::string why;
     if (loaded.mul_mat != built.mul_mat || loaded.mul_mat_id != built.mul_mat_id) {
         why = "its op " + built.mul_mat + " is " + loaded.mul_mat + " and " + built.mul_mat_id + " is " + loaded.mul_mat_id;
@@ -58,8 +61,9 @@ std::string ggml_mismatch(const ggml_facts & built, const ggml_facts & loaded) {
             }
         }
     }
-    if (why.empty()) return "";
-    return head + " (same version, another build: " + why + ")" + tail;
+    if (why.empty()) return true;
+    if (why_not) *why_not = head + " (same version, another build: " + why + ")" + tail;
+    return false;
 }
 
 }  // namespace xdna

@@ -33,7 +33,7 @@ ggml_facts ggml_built_facts();
 // What the ggml loaded in this process says, asked for the same types as `built`.
 ggml_facts ggml_loaded_facts(const ggml_facts & built);
 
-// Empty when the plugin may load into `loaded`; otherwise one line (no newline) saying why not and what to do.
-std::string ggml_mismatch(const ggml_facts & built, const ggml_facts & loaded);
+// Whether the plugin may load into `loaded`; if not, `why_not` gets one line (no newline) saying why and what to do.
+bool ggml_matches(const ggml_facts & built, const ggml_facts & loaded, std::string * why_not = nullptr);
 
 }  // namespace xdna

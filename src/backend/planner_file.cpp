@@ -1,10 +1,10 @@
 #include "backend/planner_file.h"
 
 #include "backend/device.h"
-#include "npu/npu_runtime.h"
 #include "os/os.h"
 #include "util/log.h"
 #include "util/own_file.h"
+#include "workers/npu/npu_worker.h"
 #include "xdna_ggml_compat.h"
 
 #include <algorithm>
@@ -72,14 +72,15 @@ std::string plugin_path() { return os::module_path((const void *) &planner_file_
 }  // namespace
 
 std::string planner_file_identity(const device_state & st, int threads) {
-    const std::string manifest = st.cfg.npu_kernels.empty() ? npu_default_manifest_path() : st.cfg.npu_kernels;
+    // the kernel set the NPU worker runs (no NPU: none)
     std::string kernels, why;
-    const bool read = read_regular_file(manifest, max_manifest_bytes, &kernels, &why) == file_read::ok;
+    const bool read = st.npu &&
+        read_regular_file(st.npu->kernels_path(), max_manifest_bytes, &kernels, &why) == file_read::ok;
     char hash[32];
     snprintf(hash, sizeof(hash), "%016llx", (unsigned long long) fnv1a(kernels));
     return "cpu '" + os::cpu_model_name() + "', " + std::to_string(os::cores_available()) + " cores, " +
            std::to_string(threads) + " threads; plugin " + file_stamp(plugin_path()) + ", ggml " + XDNA_GGML_VERSION +
-           "; " + st.description() + "; kernels " + (st.npu && read ? hash : "-") + "; emulator " + emulator_settings();
+           "; " + st.description() + "; kernels " + (read ? hash : "-") + "; emulator " + emulator_settings();
 }
 
 std::string planner_file_path(const std::string & setting, const std::string & identity) {

@@ -214,6 +214,7 @@ const config & get_config() {
         for (const auto & w : warnings) {
             XDNA_LOG_WARN("%s", w.c_str());
         }
+        log_set_debug(cfg.debug);
         trace::open(cfg.trace);
     });
     return cfg;

@@ -86,13 +86,9 @@ struct checker {
 
 } // namespace
 
-npu_manifest npu_manifest::load(const std::string& path) {
-    checker ck{path, ""};
-    const std::string dir = os::dir_name(path);   // "." for a bare file name: then names stay as they are
-    if (dir != "." || path.rfind("./", 0) == 0) {
-        ck.dir = dir;
-    }
-    // a FIFO or a device would block or never end: only a regular file of manifest size is read (own_file.h)
+// The manifest's JSON, read (a regular file of manifest size only: a FIFO or a device would block or never end) and
+// parsed, its header checked.
+static json npu_manifest_document(const std::string& path, const checker& ck) {
     std::string text, why;
     const file_read got = read_regular_file(path, size_t(4) << 20, &text, &why);
     if (got != file_read::ok) {
@@ -114,6 +110,81 @@ npu_manifest npu_manifest::load(const std::string& path) {
     if (!ck.member(doc, "", "version").is_number_integer() || doc["version"].get<int>() != 1) {
         ck.fail("version", "must be 1, got " + doc["version"].dump());
     }
+    return doc;
+}
+
+// A design's data types and layout, checked: the combinations the NPU worker computes.
+static void npu_manifest_types(const checker& ck, const json& jd, const std::string& dw, npu_design& d) {
+    d.a = ck.dtype_field(jd, dw, "a");
+    d.b = ck.dtype_field(jd, dw, "b");
+    d.c = ck.dtype_field(jd, dw, "c");
+    const bool ok = (d.a == npu_dtype::bf16 && d.b == npu_dtype::bf16 && d.c == npu_dtype::f32) ||
+                    (d.a == npu_dtype::i8 && d.b == npu_dtype::i8 && d.c == npu_dtype::i32) ||
+                    (d.a == npu_dtype::bf16 && d.b == npu_dtype::i8 && d.c == npu_dtype::f32);
+    if (!ok) {
+        ck.fail(dw + ".c", std::string("unsupported combination ") + npu_dtype_name(d.a) + " x " +
+                               npu_dtype_name(d.b) + " -> " + npu_dtype_name(d.c) +
+                               " (supported: bf16 x bf16 -> f32, i8 x i8 -> i32, bf16 x i8 -> f32)");
+    }
+    if (ck.string_field(jd, dw, "b_layout") != "nk") {
+        ck.fail(dw + ".b_layout", "must be \"nk\" (weights stored rows x k, row-major)");
+    }
+}
+
+// A design's core tile: the blocks' shapes must be whole tiles of the array (4 rows of m, `columns` of n).
+static void npu_manifest_tile(const checker& ck, const json& jd, const std::string& dw, npu_design& d) {
+    const json& jt = ck.member(jd, dw, "tile");
+    if (!jt.is_object()) ck.fail(dw + ".tile", "must be an object {\"m\", \"k\", \"n\", \"columns\"}, got " + jt.dump());
+    const std::string tw = dw + ".tile";
+    d.tile.m = ck.int_field(jt, tw, "m", 8);
+    d.tile.k = ck.int_field(jt, tw, "k", 8);
+    d.tile.n = ck.int_field(jt, tw, "n", 8);
+    d.tile.columns = ck.int_field(jt, tw, "columns", 1);
+    if (d.tile.columns > 4) ck.fail(tw + ".columns", "npu1 has 4 usable columns, got " + std::to_string(d.tile.columns));
+    if (d.k % d.tile.k) {
+        ck.fail(tw + ".k", "the design's k " + std::to_string(d.k) + " is not a multiple of it (" +
+                               std::to_string(d.tile.k) + ")");
+    }
+}
+
+// A design's blocks (its instruction streams), appended to `kernels` with unique names and shapes.
+static void npu_manifest_blocks(const checker& ck, const json& jd, const std::string& dw, npu_design& d,
+                                std::set<std::string>& kernel_names, std::vector<npu_kernel>& kernels) {
+    const json& blocks = ck.member(jd, dw, "blocks");
+    if (!blocks.is_array() || blocks.empty()) ck.fail(dw + ".blocks", "must be a non-empty array");
+    std::set<std::pair<int, int>> shapes;
+    for (size_t bi = 0; bi < blocks.size(); ++bi) {
+        const json& jb = blocks[bi];
+        const std::string bw = dw + ".blocks[" + std::to_string(bi) + "]";
+        if (!jb.is_object()) ck.fail(bw, "must be an object");
+        npu_kernel k;
+        k.index = static_cast<int>(kernels.size());
+        k.design = d.index;
+        k.name = ck.string_field(jb, bw, "name");
+        if (!kernel_names.insert(k.name).second) ck.fail(bw + ".name", "duplicate kernel name '" + k.name + "'");
+        k.tokens = ck.int_field(jb, bw, "tokens", 4 * d.tile.m, "4 rows x tile m");
+        k.rows = ck.int_field(jb, bw, "rows", d.tile.columns * d.tile.n, "columns x tile n");
+        k.k = d.k;
+        k.a = d.a;
+        k.b = d.b;
+        k.c = d.c;
+        if (!shapes.insert({k.tokens, k.rows}).second) {
+            ck.fail(bw, "a second block of " + std::to_string(k.tokens) + " tokens x " + std::to_string(k.rows) +
+                            " rows in the same design");
+        }
+        k.instr_path = ck.file_field(jb, bw, "instr");
+        d.kernels.push_back(k.index);
+        kernels.push_back(std::move(k));
+    }
+}
+
+npu_manifest npu_manifest::load(const std::string& path) {
+    checker ck{path, ""};
+    const std::string dir = os::dir_name(path);   // "." for a bare file name: then names stay as they are
+    if (dir != "." || path.rfind("./", 0) == 0) {
+        ck.dir = dir;
+    }
+    json doc = npu_manifest_document(path, ck);
     npu_manifest m;
     m.m_path = path;
     if (doc.contains("emulator")) {
@@ -135,60 +206,10 @@ npu_manifest npu_manifest::load(const std::string& path) {
         if (!design_names.insert(d.name).second) ck.fail(dw + ".name", "duplicate design name '" + d.name + "'");
         d.xclbin_path = ck.file_field(jd, dw, "xclbin");
         d.kernel_name = ck.string_field(jd, dw, "kernel");
-        d.a = ck.dtype_field(jd, dw, "a");
-        d.b = ck.dtype_field(jd, dw, "b");
-        d.c = ck.dtype_field(jd, dw, "c");
-        const bool ok = (d.a == npu_dtype::bf16 && d.b == npu_dtype::bf16 && d.c == npu_dtype::f32) ||
-                        (d.a == npu_dtype::i8 && d.b == npu_dtype::i8 && d.c == npu_dtype::i32) ||
-                        (d.a == npu_dtype::bf16 && d.b == npu_dtype::i8 && d.c == npu_dtype::f32);
-        if (!ok) {
-            ck.fail(dw + ".c", std::string("unsupported combination ") + npu_dtype_name(d.a) + " x " +
-                                   npu_dtype_name(d.b) + " -> " + npu_dtype_name(d.c) +
-                                   " (supported: bf16 x bf16 -> f32, i8 x i8 -> i32, bf16 x i8 -> f32)");
-        }
-        if (ck.string_field(jd, dw, "b_layout") != "nk") {
-            ck.fail(dw + ".b_layout", "must be \"nk\" (weights stored rows x k, row-major)");
-        }
+        npu_manifest_types(ck, jd, dw, d);
         d.k = ck.int_field(jd, dw, "k", 8);
-        // the core tile: the blocks' shapes must be whole tiles of the array (4 rows of m, `columns` of n)
-        const json& jt = ck.member(jd, dw, "tile");
-        if (!jt.is_object()) ck.fail(dw + ".tile", "must be an object {\"m\", \"k\", \"n\", \"columns\"}, got " + jt.dump());
-        const std::string tw = dw + ".tile";
-        d.tile.m = ck.int_field(jt, tw, "m", 8);
-        d.tile.k = ck.int_field(jt, tw, "k", 8);
-        d.tile.n = ck.int_field(jt, tw, "n", 8);
-        d.tile.columns = ck.int_field(jt, tw, "columns", 1);
-        if (d.tile.columns > 4) ck.fail(tw + ".columns", "npu1 has 4 usable columns, got " + std::to_string(d.tile.columns));
-        if (d.k % d.tile.k) {
-            ck.fail(tw + ".k", "the design's k " + std::to_string(d.k) + " is not a multiple of it (" +
-                                   std::to_string(d.tile.k) + ")");
-        }
-        const json& blocks = ck.member(jd, dw, "blocks");
-        if (!blocks.is_array() || blocks.empty()) ck.fail(dw + ".blocks", "must be a non-empty array");
-        std::set<std::pair<int, int>> shapes;
-        for (size_t bi = 0; bi < blocks.size(); ++bi) {
-            const json& jb = blocks[bi];
-            const std::string bw = dw + ".blocks[" + std::to_string(bi) + "]";
-            if (!jb.is_object()) ck.fail(bw, "must be an object");
-            npu_kernel k;
-            k.index = static_cast<int>(m.m_kernels.size());
-            k.design = d.index;
-            k.name = ck.string_field(jb, bw, "name");
-            if (!kernel_names.insert(k.name).second) ck.fail(bw + ".name", "duplicate kernel name '" + k.name + "'");
-            k.tokens = ck.int_field(jb, bw, "tokens", 4 * d.tile.m, "4 rows x tile m");
-            k.rows = ck.int_field(jb, bw, "rows", d.tile.columns * d.tile.n, "columns x tile n");
-            k.k = d.k;
-            k.a = d.a;
-            k.b = d.b;
-            k.c = d.c;
-            if (!shapes.insert({k.tokens, k.rows}).second) {
-                ck.fail(bw, "a second block of " + std::to_string(k.tokens) + " tokens x " + std::to_string(k.rows) +
-                                " rows in the same design");
-            }
-            k.instr_path = ck.file_field(jb, bw, "instr");
-            d.kernels.push_back(k.index);
-            m.m_kernels.push_back(std::move(k));
-        }
+        npu_manifest_tile(ck, jd, dw, d);
+        npu_manifest_blocks(ck, jd, dw, d, kernel_names, m.m_kernels);
         m.m_designs.push_back(std::move(d));
     }
     return m;

@@ -317,7 +317,7 @@ std::vector<row_range> split_planner::plan(const shape_key & key, int64_t n_rows
                              std::abs(rows[GPU] - st.last[GPU]) * 100 > n_rows;
         if (why != plan_reason::reprobe && changed) {
             for (int k = 0; k < 3; ++k) st.last[k] = rows[k];
-            if (opts.log || get_config().debug) line = plan_line(key, st, rows, why, has);
+            if (opts.log || log_debug_on()) line = plan_line(key, st, rows, why, has);
         }
     }
     if (why_out) *why_out = why;

@@ -7,11 +7,11 @@
 
 #include "ggml-impl.h"
 
-#include "config/config.h"
+#include "util/log_level.h"
 
 #define XDNA_LOG_INFO(fmt, ...)    GGML_LOG_INFO("ggml-xdna: " fmt "\n", ##__VA_ARGS__)
 #define XDNA_LOG_WARN(fmt, ...)    GGML_LOG_WARN("ggml-xdna: " fmt "\n", ##__VA_ARGS__)
 #define XDNA_LOG_ERROR(fmt, ...)   GGML_LOG_ERROR("ggml-xdna: " fmt "\n", ##__VA_ARGS__)
 #define XDNA_LOG_SUMMARY(fmt, ...) GGML_LOG_WARN("ggml-xdna: " fmt "\n", ##__VA_ARGS__)
 #define XDNA_LOG_DEBUG(fmt, ...) \
-    do { if (::xdna::get_config().debug) GGML_LOG_WARN("ggml-xdna: " fmt "\n", ##__VA_ARGS__); } while (0)
+    do { if (::xdna::log_debug_on()) GGML_LOG_WARN("ggml-xdna: " fmt "\n", ##__VA_ARGS__); } while (0)

@@ -32,7 +32,7 @@ struct claim_test : ::testing::Test {
 }  // namespace
 
 TEST_F(claim_test, prompt_sized_mul_mat_is_claimed) {
-    const char * why = nullptr;
+    std::string why;
     EXPECT_TRUE(claim(mm(GGML_TYPE_Q4_0, 256, 64, 32), cc, &why)) << why;
     EXPECT_TRUE(claim(mm(GGML_TYPE_Q8_0, 256, 64, 512), cc));
     EXPECT_TRUE(claim(mm(GGML_TYPE_F16, 256, 64, 100), cc));
@@ -41,9 +41,9 @@ TEST_F(claim_test, prompt_sized_mul_mat_is_claimed) {
 }
 
 TEST_F(claim_test, small_batches_stay_on_the_cpu) {
-    const char * why = nullptr;
+    std::string why;
     EXPECT_FALSE(claim(mm(GGML_TYPE_Q4_0, 256, 64, 31), cc, &why));
-    EXPECT_STREQ(why, "fewer tokens than GGML_XDNA_MIN_BATCH");
+    EXPECT_EQ(why, "fewer tokens than GGML_XDNA_MIN_BATCH");
     EXPECT_FALSE(claim(mm(GGML_TYPE_Q4_0, 256, 64, 1), cc));
     cc.min_batch = 1000000;   // the spec's "CPU alone" switch
     EXPECT_FALSE(claim(mm(GGML_TYPE_Q4_0, 256, 64, 512), cc));
@@ -57,9 +57,9 @@ TEST_F(claim_test, only_leaf_weights) {
     ggml_tensor * kv = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 256, 1024);
     ggml_tensor * k  = ggml_view_2d(ctx, kv, 256, 64, kv->nb[1], 0);
     ggml_tensor * x  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 64);
-    const char * why = nullptr;
+    std::string why;
     EXPECT_FALSE(claim(ggml_mul_mat(ctx, k, x), cc, &why));
-    EXPECT_STREQ(why, "src0 is not a leaf weight");
+    EXPECT_EQ(why, "src0 is not a leaf weight");
     ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 256, 64);
     EXPECT_FALSE(claim(ggml_mul_mat(ctx, ggml_scale(ctx, a, 2.0f), x), cc));
 }
@@ -79,7 +79,7 @@ TEST_F(claim_test, mul_mat_id_by_token_count) {
     ggml_tensor * w   = ggml_new_tensor_3d(ctx, GGML_TYPE_Q4_0, 256, 64, 8);
     ggml_tensor * x   = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 256, 2, 40);
     ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 2, 40);
-    const char * why = nullptr;
+    std::string why;
     EXPECT_TRUE(claim(ggml_mul_mat_id(ctx, w, x, ids), cc, &why)) << why;
     ggml_tensor * xs  = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 256, 2, 16);
     ggml_tensor * ids2 = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 2, 16);
@@ -120,7 +120,7 @@ TEST_F(claim_test, every_accumulator_request_a_worker_can_meet_is_claimed) {
             cc.npu_src1_prec = npu;
             ggml_tensor * t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
             set_request(t, 0, acc);
-            const char * why = nullptr;
+            std::string why;
             EXPECT_TRUE(claim(t, cc, &why)) << "accumulator request " << acc << ", NPU feeds " << npu << ": " << why;
         }
     }
@@ -130,9 +130,9 @@ TEST_F(claim_test, accumulator_requests_below_any_float_or_unknown_are_declined)
     for (int32_t acc : { int32_t(prec_q8), int32_t(prec_q4), 1, 11, 99, -1 }) {
         ggml_tensor * t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
         set_request(t, 0, acc);
-        const char * why = nullptr;
+        std::string why;
         EXPECT_FALSE(claim(t, cc, &why)) << acc;
-        EXPECT_STREQ(why, "accumulator precision request not allowed or unknown");
+        EXPECT_EQ(why, "accumulator precision request not allowed or unknown");
     }
 }
 
@@ -160,18 +160,18 @@ TEST_F(claim_test, src1_requests_against_what_the_npu_converts_to) {
                 t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
             }
             set_request(t, 3, r.req);
-            const char * why = nullptr;
+            std::string why;
             EXPECT_EQ(claim(t, cc, &why), r.claimed) << (id ? "MUL_MAT_ID" : "MUL_MAT") << " src1 request " << r.req
                                                      << ", NPU feeds " << r.npu;
             if (!r.claimed) {
-                EXPECT_STREQ(why, "src1 precision request the NPU worker cannot honour");
+                EXPECT_EQ(why, "src1 precision request the NPU worker cannot honour");
             }
         }
     }
     cc.npu_src1_prec = prec_bf16;
     ggml_tensor * t = mm(GGML_TYPE_Q4_0, 256, 64, 64);
     set_request(t, 3, 12);
-    const char * why = nullptr;
+    std::string why;
     EXPECT_FALSE(claim(t, cc, &why));
-    EXPECT_STREQ(why, "unknown src1 precision request");
+    EXPECT_EQ(why, "unknown src1 precision request");
 }

@@ -5,6 +5,7 @@
 #include "convert/xdna_convert.h"
 #include "os/os.h"
 #include "util/clock.h"
+#include "config/config.h"
 #include "util/log.h"
 
 #include "ggml-backend.h"
@@ -124,11 +125,9 @@ int cpu_worker::cores_to_spare() {
     return p->last_team > 0 ? std::max(0, p->n_cores - p->last_team) : 0;
 }
 
-bool cpu_worker::team_drives() {
-    const int policy = get_config().npu_team_drives;
-    if (policy == 0 || p->n_threads < 2) return false;
+int cpu_worker::cores() const {
     p->count_cores();
-    return policy > 0 || (p->n_cores >= 4 && p->n_threads >= p->n_cores);
+    return p->n_cores;
 }
 
 void cpu_worker::set_abort_callback(ggml_abort_callback cb, void * data) {

@@ -55,10 +55,7 @@ class cpu_worker final : public worker {
 
     void set_n_threads(int n_threads);
     int  threads() const;   // what it computes with (set_n_threads: llama.cpp's -t)
-    // Whether its team drives a device worker between slices of its rows (compute's `drive`) instead of that worker's
-    // own thread: where its threads take every core of 4 or more, that thread would take a core from the team;
-    // driven, the NPU costs the team no thread (XDNA_TEST_TEAM_DRIVES forces either way, for tests).
-    bool team_drives();
+    int  cores() const;     // the cores this process may run on
     // The cores its last graph left free (0 before its first): with one, its threads, spinning a while after a graph
     // in the OpenMP runtime, leave the calling thread a core of its own to spin on (worker::help) beside the NPU
     // worker's thread; with one per device worker, those workers' threads spin at their hand-offs (worker::own_core).

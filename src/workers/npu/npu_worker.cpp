@@ -1,4 +1,6 @@
 #include "workers/npu/npu_worker.h"
+
+#include "npu/npu_xrt_api.h"
 #include "workers/npu/npu_pipeline.h"
 
 #include "workers/npu/resident_weight.h"
@@ -98,6 +100,10 @@ std::string npu_worker::description() const {
 std::vector<const npu_design *> npu_worker::designs_for(const ggml_tensor * w) const {
     return w8 ? choose_designs(rt->manifest(), npu_dtype::i8, npu_dtype::i8, w->ne[0])
               : choose_designs(rt->manifest(), npu_dtype::bf16, npu_dtype::bf16, w->ne[0]);
+}
+
+bool npu_worker::xrt_is_hardware() {
+    return npu_xrt_is_hardware();
 }
 
 bool npu_worker::accepts(const multiply & m) const {

@@ -42,6 +42,9 @@ class npu_worker final : public async_worker {
   public:
     // Opens the NPU runtime; null (with one log line saying why) when there is no usable NPU or kernel set.
     static std::unique_ptr<npu_worker> create(const config & cfg);
+    // Whether the runtime reaches real XRT (not the software XDNA1): on Linux, whether the plugin was built with XRT;
+    // on Windows, whether the XRT DLL beside the plugin is the real one.
+    static bool xrt_is_hardware();
     ~npu_worker() override;
 
     worker_kind kind() const override { return worker_kind::npu; }
@@ -67,6 +70,8 @@ class npu_worker final : public async_worker {
 
     // What the device calls itself (the emulator says it is one).
     std::string description() const;
+    // The kernel manifest it runs (GGML_XDNA_NPU_KERNELS, or the default).
+    const std::string & kernels_path() const { return rt->manifest().path(); }
     bool enabled() const { return !switched_off.load(); }
 
     // Safe start (npu_self_test.cpp): every block, then a small multiply on the NPU checked against an fp64
