@@ -1,10 +1,14 @@
 // docs/configuration.md has one row per variable of the code's table, with the same default, and no other variable;
-// the tests' knobs (test_vars) likewise, in a section of their own after the users' table.
+// the tests' knobs (test_vars) likewise, in a section of their own after the users' table; and the scripts read no
+// GGML_XDNA_* name the plugin would call unknown.
 #include "config/config.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 #include <map>
 #include <regex>
 #include <string>
@@ -49,4 +53,21 @@ TEST(config_docs, every_variable_is_documented_with_its_default) {
         }
     }
     EXPECT_EQ(documented.size(), n) << "docs/configuration.md documents a variable the code does not read";
+}
+
+// A GGML_XDNA_* variable a set-up or test script reads is the plugin's or one of the scripts' own that unknown_vars
+// knows: else a user who sets it as the script says gets a line calling it unknown.
+TEST(config_docs, every_variable_the_scripts_read_is_known) {
+    const std::regex read(R"(\$\{?(GGML_XDNA_[A-Z0-9_]+))");
+    std::vector<std::string> names;
+    for (const auto & e : std::filesystem::directory_iterator(XDNA_SCRIPTS_DIR)) {
+        if (e.path().extension() != ".sh") continue;
+        std::ifstream f(e.path());
+        const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        for (std::sregex_iterator it(text.begin(), text.end(), read), end; it != end; ++it) {
+            names.push_back((*it)[1].str());
+        }
+    }
+    EXPECT_GT(names.size(), 10u) << "the scripts' variables were not found in " << XDNA_SCRIPTS_DIR;
+    for (const std::string & u : xdna::unknown_vars(names)) ADD_FAILURE() << u;
 }
