@@ -46,6 +46,8 @@ void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std:
         // a part of the rows ends in narrow blocks (launch_cost::part_of), unless the CPU's team drives the NPU:
         // then the team takes the last result with it once its own rows are done (finish_driven)
         if (npu && !team_drives()) m.npu_cost.part_of = m.node->src[0]->ne[1];
+        // weights the NPU converts on every call cost it otherwise than the same shape's kept ones: learned apart
+        if (npu && m.npu_weights_per_call) m.key.per_call = true;
         pw.push_back({ w->kind(), w->row_align(m), npu ? m.npu_cost : launch_cost{}, !npu || m.npu_weights_ready });
     }
     ws.push_back(&cpu);

@@ -19,7 +19,7 @@ namespace xdna {
 
 namespace {
 
-constexpr const char * header = "ggml-xdna planner state 5";   // 5: no regrouping model; 4: pairs; 3: wider blocks
+constexpr const char * header = "ggml-xdna planner state 6";   // 6: weights per call; 5: no regrouping model; 4: pairs
 constexpr const char * header_any = "ggml-xdna planner state ";   // of any version: a file this plugin wrote
 // the plugin writes a few KB (a line per shape); a larger file is not one of its own
 constexpr size_t max_state_bytes = size_t(4) << 20;

@@ -45,9 +45,9 @@ std::string split_planner::save_state() const {
     for (const auto & [k, st] : shapes) {
         // -1: the first multiply decides from the models (every row, or a share moved to by near_npu_rows' times)
         const int64_t cur = st.npu_cur == k.rows || st.near_won.on(st.calls) ? -1 : st.npu_cur;
-        snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
+        snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
                  k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
-                 (int) k.repacked, k.weights, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
+                 (int) k.repacked, k.weights, (int) k.per_call, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
                  st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
@@ -78,14 +78,14 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         const std::vector<std::string> f = split_fields(line);
         shape_key k;
         shape_state st;
-        int repacked = 0, split = 0, used = 0;
+        int repacked = 0, per_call = 0, split = 0, used = 0;
         long long kk, rows, tokens, experts, calls, cur, tries, block, lpb;
         long long wide[launch_cost::max_wide] = {};
         bool head_ok =
             f.size() == 1 + n_models &&
-            sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
-                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.weights, &calls, &cur, &split, &tries,
-                   &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 16 && rows > 0 && kk > 0 &&
+            sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
+                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.weights, &per_call, &calls, &cur, &split, &tries,
+                   &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 17 && rows > 0 && kk > 0 &&
             tokens > 0 && experts > 0 && (k.weights == 1 || k.weights == 2) &&
             calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 && lpb >= 0;
         for (int i = 0, more = 0; head_ok && i < launch_cost::max_wide; ++i, used += more) {
@@ -104,7 +104,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
             if (why) *why = "line " + std::to_string(no) + " is not a shape this planner wrote";
             return 0;
         }
-        k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0;
+        k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0; k.per_call = per_call != 0;
         st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
         for (int i = 0; i < launch_cost::max_wide; ++i) st.hint.wide_rows[i] = wide[i];

@@ -28,10 +28,14 @@ struct shape_key {
     int64_t experts  = 1;   // MUL_MAT_ID: experts in the weight
     bool    repacked = false;
     int     weights  = 1;   // 2: a pair of multiplies with one input (multiply::twin), rows of both at once
+    // A device worker converts the weight on every call (the NPU, past its cache's budget): its rows cost it the
+    // conversion each time, another cost than the same shape's weights kept converted (set by the engine once the
+    // workers have described their part, so that the planner learns the two apart)
+    bool    per_call = false;
 
     bool operator==(const shape_key & o) const {
         return op == o.op && type == o.type && k == o.k && rows == o.rows && tokens == o.tokens &&
-               experts == o.experts && repacked == o.repacked && weights == o.weights;
+               experts == o.experts && repacked == o.repacked && weights == o.weights && per_call == o.per_call;
     }
     std::string str() const;
     double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens * (double) weights; }   // all of it
@@ -177,6 +181,7 @@ struct multiply {
     // chose (kernel_choice.h; null: the NPU does not take part)
     launch_cost         npu_cost;
     bool                npu_weights_ready = true;
+    bool                npu_weights_per_call = false;   // past the NPU's cache: converted on every call
     std::shared_ptr<const npu::npu_tiling> npu_choice;
     bf16_converter      convert_bf16;       // empty: not offered (a worker on its own converts on its own thread)
     cpu_parallel        on_cpu_threads;     // empty: not offered

@@ -36,7 +36,7 @@ doubled() {   # doubled <first> <second>: the same shapes, each with twice the f
 
 bench first
 check "the first run writes the file" test -f "$state"
-check "its first line is the header" test "$(head -1 "$state")" == "ggml-xdna planner state 5"
+check "its first line is the header" test "$(head -1 "$state")" == "ggml-xdna planner state 6"
 check "its second line names the machine and the NPU" grep -q "cores.*threads.*NPU.*emulator XDNA_EMU_MODE=null" <(sed -n 2p "$state")
 check "one line per shape the run planned" test "$(grep -c '^shape ' "$state")" -eq "$(counts "$work/first.report" | wc -l)"
 bench second

@@ -282,13 +282,15 @@ TEST(npu_activation_arena, more_blocks_than_places_reuse_them_in_turn) {
 struct workers_pair {
     std::unique_ptr<xdna::cpu_worker> cpu;
     std::unique_ptr<xdna::npu_worker> npu;
-    void make() {
+    void make(int64_t cache_mb = -1) {   // the NPU's weight cache budget (-1: the configuration's)
         setenv("XDNA_EMU_LOG", "0", 0);
         ggml_backend_load_all_from_path(XDNA_LLAMA_BIN);
         cpu = xdna::cpu_worker::create(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
         ASSERT_TRUE(cpu);
         cpu->set_n_threads(2);
-        npu = xdna::npu_worker::create(xdna::get_config());
+        xdna::config cfg = xdna::get_config();
+        if (cache_mb >= 0) cfg.npu_cache_mb = cache_mb;
+        npu = xdna::npu_worker::create(cfg);
         ASSERT_TRUE(npu) << "no NPU worker (emulator kernel set missing?)";
     }
 };
@@ -452,6 +454,46 @@ TEST(npu_engine, a_weight_measured_on_the_cpu_alone_is_converted_for_the_npu_aft
         << "the NPU must have had no rows of B's multiply (the CPU alone was measured): " << engine.summary();
     EXPECT_TRUE(ws.npu->cache().cached(b.w, 0, fmt, ld)) << "B's weight was not converted after the CPU-alone multiply";
     expect_exact(b.w, b.x, std::vector<float>((const float *) b.y->data, (const float *) b.y->data + rows * tokens), 1, 1);
+}
+
+// Past the cache's budget the NPU converts a weight on every call, a cost the same shape's kept weights do not have:
+// the engine keys such a multiply apart (shape_key::per_call) and the planner learns the two apart, each result still
+// exact. A budget of 1 MiB keeps A's weight (512 x 1,024 in bf16: 1 MiB) and not B's, of the same shape.
+TEST(npu_engine, a_weight_past_the_cache_is_learned_apart_from_the_shapes_kept_weights) {
+    workers_pair ws;
+    ASSERT_NO_FATAL_FAILURE(ws.make(1));
+    const int64_t k = 1024, rows = 512, tokens = 64, ld = 1024;
+    const auto fmt = xdna::npu::weight_format::bf16;
+    integer_mm a(k, rows, tokens), b(k, rows, tokens);
+    for (integer_mm * mm : { &a, &b }) ggml_backend_buffer_set_usage(mm->buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    xdna::planner_options po;
+    po.npu_share = 0.5;
+    xdna::split_planner planner(po);
+    xdna::compute_engine engine(planner, planner, 1, *ws.cpu, { ws.npu.get() });
+    for (integer_mm * mm : { &a, &b }) {
+        for (int i = 0; i < 2; ++i) {
+            std::fill((float *) mm->y->data, (float *) mm->y->data + rows * tokens, NAN);
+            xdna::next_graph();
+            ASSERT_EQ(engine.compute(mm->y), GGML_STATUS_SUCCESS);
+            expect_exact(mm->w, mm->x, std::vector<float>((const float *) mm->y->data,
+                                                          (const float *) mm->y->data + rows * tokens), 1, 1);
+        }
+    }
+    EXPECT_TRUE(ws.npu->cache().cached(a.w, 0, fmt, ld));
+    EXPECT_FALSE(ws.npu->cache().cached(b.w, 0, fmt, ld)) << "B's weight is past the budget";
+    xdna::multiply da = xdna::describe_multiply(a.y), db = xdna::describe_multiply(b.y);
+    ASSERT_TRUE(ws.npu->describe(da));
+    ASSERT_TRUE(ws.npu->describe(db));
+    EXPECT_FALSE(da.npu_weights_per_call);
+    EXPECT_TRUE(db.npu_weights_per_call);
+    EXPECT_TRUE(db.npu_weights_ready) << "nothing is done once for a weight converted on every call";
+    EXPECT_GT(db.npu_cost.launch_s, da.npu_cost.launch_s) << "its launches carry the weight's conversion";
+    const std::vector<std::string> shapes = planner.shape_report();
+    ASSERT_EQ(shapes.size(), 2u) << "one shape, learned apart by whether its weight is kept";
+    EXPECT_EQ(std::count_if(shapes.begin(), shapes.end(),
+                            [](const std::string & l) { return l.find(" weights per call:") != std::string::npos; }), 1)
+        << shapes[0] << "\n" << shapes[1];
+    EXPECT_NE(npu_part(engine.summary()), "") << engine.summary();
 }
 
 // The same where the planner's models keep a slow NPU out of the shape (its reason: the auto split, not a probe): the

@@ -20,15 +20,18 @@ double npu_timing::launch_seconds(const npu_design & d, const npu_kernel & kn) c
     return device.queued_s + device.run_seconds(d.tile, b);
 }
 
-launch_cost npu_tiling::hint(const npu_timing & cost, int64_t launches_per_block, int64_t activations) const {
+launch_cost npu_tiling::hint(const npu_timing & cost, int64_t launches_per_block, int64_t activations,
+                              double weight_values_per_row) const {
+    // a weight converted for the call: each of a launch's rows its share of that work, on the worker's thread
+    const double row_s = cost.convert_weight_s * weight_values_per_row;
     launch_cost h;
     h.block_rows         = kernel->rows;
     h.launches_per_block = launches_per_block;
-    h.launch_s           = cost.launch_seconds(*design, *kernel);
+    h.launch_s           = cost.launch_seconds(*design, *kernel) + row_s * (double) kernel->rows;
     h.fixed_s            = cost.device.dispatch_s + cost.convert_s * (double) activations;
     for (int i = 0; i < launch_cost::max_wide && wide[i]; ++i) {
         h.wide_rows[i]  = wide[i]->rows;
-        h.wide_units[i] = cost.launch_seconds(*design, *wide[i]) / h.launch_s;
+        h.wide_units[i] = (cost.launch_seconds(*design, *wide[i]) + row_s * (double) wide[i]->rows) / h.launch_s;
     }
     return h;
 }

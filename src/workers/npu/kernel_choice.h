@@ -18,6 +18,7 @@ namespace xdna::npu {
 struct npu_timing {
     xdna1_device_timing device;    // the device's (npu_runtime::timing)
     double convert_s  = 1e-9;      // converting one activation to bf16 or int8 on one host core (bench-convert)
+    double convert_weight_s = 1.6e-9;   // one weight value, past the cache's budget (docs/results.md, the 3B shapes)
 
     // One launch of `kn` (a block of `d`) in a stream of queued launches: the gap, then its compute.
     double launch_seconds(const npu_design & d, const npu_kernel & kn) const;
@@ -34,8 +35,10 @@ struct npu_tiling {
     double  predicted_s = 0.0;
 
     // The planner's prediction for a multiply run in these blocks: launches_per_block launches per block of rows
-    // (K blocks x token blocks, of every expert taken), one first dispatch, `activations` values converted.
-    launch_cost hint(const npu_timing & cost, int64_t launches_per_block, int64_t activations) const;
+    // (K blocks x token blocks, of every expert taken), one first dispatch, `activations` values converted, and where
+    // the weights are converted for the call, `weight_values_per_row` of them per row of each launch.
+    launch_cost hint(const npu_timing & cost, int64_t launches_per_block, int64_t activations,
+                     double weight_values_per_row = 0.0) const;
 };
 
 // The designs for (a, b) types and K, which all share one K block and so one layout of the converted weights: the

@@ -32,6 +32,7 @@ struct npu_worker::job {
     int64_t                  w_base = 0;   // row of `weight` holding the worker's first row
     int64_t                  expert = 0;
     double                   cache_seconds = 0.0;   // spent getting the weight from the cache (converting it once)
+    double                   row_seconds = 0.0;     // spent converting its rows for this call (past the cache's budget)
 };
 
 // One launch: its job, token block, row block and K block, and the activation block it reads.

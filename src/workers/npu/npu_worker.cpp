@@ -159,16 +159,23 @@ bool npu_worker::describe(multiply & m) const {
         if (token_blocks == 0) return false;   // every expert with tokens went to the CPU
     }
     m.npu_choice = std::make_shared<const npu_tiling>(t);
-    // a pair: each block of rows launched for both weights, on the same activations
-    m.npu_cost = t.hint(cost, token_blocks * t.k_blocks * m.nodes(), activations);
     // Whether the weights are converted already, so that rows of them cost the NPU no one-time work (counted as so: a
     // MUL_MAT_ID's, whose experts change from one multiply to the next, and one the cache cannot keep)
+    // And whether they are past the cache's budget, converted on every call (another cost: shape_key::per_call).
     m.npu_weights_ready = true;
+    m.npu_weights_per_call = false;
+    const weight_format fmt = w8 ? weight_format::int8 : weight_format::bf16;
     for (int i = 0; i < m.nodes() && !m.is_id(); ++i) {
         const ggml_tensor * wi = m.node_at(i)->src[0];
-        m.npu_weights_ready = m.npu_weights_ready && (!weight_cache::cacheable(wi) ||
-            weights.cached(wi, 0, w8 ? weight_format::int8 : weight_format::bf16, m.npu_choice->k_padded));
+        if (!weight_cache::cacheable(wi)) continue;
+        const bool kept = weights.keeps(wi, 0, fmt, m.npu_choice->k_padded);
+        m.npu_weights_ready = m.npu_weights_ready && (!kept || weights.cached(wi, 0, fmt, m.npu_choice->k_padded));
+        m.npu_weights_per_call = m.npu_weights_per_call || !kept;
     }
+    // a pair: each block of rows launched for both weights, on the same activations; weights converted for the call:
+    // each row's K values once a call, over its launches (the token blocks share them)
+    const double per_row = m.npu_weights_per_call ? (double) t.kernel->k / (double) std::max<int64_t>(1, token_blocks) : 0.0;
+    m.npu_cost = t.hint(cost, token_blocks * t.k_blocks * m.nodes(), activations, per_row);
     return true;
 }
 
@@ -341,7 +348,10 @@ bool npu_worker::prepare_job(job & j, row_range rows, int64_t ld, std::string * 
     }
     j.weight = &j.scratch;
     j.w_base = 0;
-    return convert_weight_rows(w, expert, rows.begin, rows.end, fmt, ld, j.scratch, err);
+    const bool ok = convert_weight_rows(w, expert, rows.begin, rows.end, fmt, ld, j.scratch, err);
+    // past the cache's budget the rows are converted on every call: a cost that grows with them, not a fixed one
+    j.row_seconds = now_seconds() - t0;
+    return ok;
 }
 
 // The matrices of the call (one, or one per expert the planner left to the NPU, with its routed tokens), with where
@@ -522,9 +532,14 @@ work_record npu_worker::close_call(call & c, double t0) {
     work_record res;
     const double t1 = now_seconds();
     res.seconds = t1 - t0;
-    for (const job & j : c.jobs) res.once_seconds += j.cache_seconds;
-    // what does not grow with the rows: the set-up before the first launch and the last result after the last run
-    res.fixed_seconds = (c.first_launched - t0) + (t1 - c.last_waited);
+    double row_seconds = 0.0;
+    for (const job & j : c.jobs) {
+        res.once_seconds += j.cache_seconds;
+        row_seconds += j.row_seconds;
+    }
+    // what does not grow with the rows: the set-up before the first launch (a weight converted for the call left
+    // out) and the last result after the last run
+    res.fixed_seconds = std::max(0.0, c.first_launched - t0 - row_seconds) + (t1 - c.last_waited);
     return res;
 }
 

@@ -136,6 +136,25 @@ bool weight_cache::cacheable(const ggml_tensor * w) {
     return base->buffer && base->data && ggml_backend_buffer_get_usage(base->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
 }
 
+size_t weight_cache::bytes_of(const ggml_tensor * w, weight_format fmt, int64_t ld) {
+    return size_t(w->ne[1]) * ld * (fmt == weight_format::bf16 ? 2 : 1) +
+           (fmt == weight_format::int8 ? size_t(w->ne[1]) * xdna_w8_groups(ld) * sizeof(float) : 0);
+}
+
+bool weight_cache::room_for(size_t bytes) const {
+    if (used + bytes > budget) return false;
+    const size_t avail = system_available_bytes();
+    return avail == SIZE_MAX || avail >= bytes + headroom;
+}
+
+bool weight_cache::keeps(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld) const {
+    if (!cacheable(w)) return false;
+    std::lock_guard<std::mutex> lock(mtx);
+    auto it = map.find(key{ w->data, expert, (int) fmt, ld });
+    if (it != map.end() && !it->second->failed) return true;   // kept, or being converted to be
+    return room_for(bytes_of(w, fmt, ld));
+}
+
 bool weight_cache::has_room(size_t bytes) {
     if (used + bytes > budget) {
         if (!said_full) {
@@ -165,8 +184,7 @@ std::shared_ptr<const converted_weight> weight_cache::get(const ggml_tensor * w,
     if (!cacheable(w)) return nullptr;
     const uint64_t fp = weight_fingerprint(w, expert);
     const key k{ w->data, expert, (int) fmt, ld };
-    const size_t need = size_t(w->ne[1]) * ld * (fmt == weight_format::bf16 ? 2 : 1) +
-                        (fmt == weight_format::int8 ? size_t(w->ne[1]) * xdna_w8_groups(ld) * sizeof(float) : 0);
+    const size_t need = bytes_of(w, fmt, ld);
 
     std::shared_ptr<entry> e;
     {

@@ -58,6 +58,9 @@ class weight_cache {
 
     // Whether the weight is converted and ready (its bytes unchanged), without converting it.
     bool cached(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld) const;
+    // Whether get() keeps the weight: converted already, or room for it in the budget and the system's memory now
+    // (past them the caller converts the rows it needs on every call). Says nothing in the log.
+    bool keeps(const ggml_tensor * w, int64_t expert, weight_format fmt, int64_t ld) const;
     // True if the weight can be kept at all (model weights only).
     static bool cacheable(const ggml_tensor * w);
 
@@ -85,6 +88,8 @@ class weight_cache {
     struct key_hash { size_t operator()(const key & k) const; };
 
     bool has_room(size_t bytes);   // mtx held
+    bool room_for(size_t bytes) const;   // mtx held; has_room without its log lines
+    static size_t bytes_of(const ggml_tensor * w, weight_format fmt, int64_t ld);
 
     size_t budget, headroom;
     placer place;
