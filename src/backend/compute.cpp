@@ -14,8 +14,8 @@
 namespace xdna {
 
 compute_engine::compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                               std::vector<worker *> others)
-    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), others(std::move(others)) {}
+                               std::vector<worker *> devices)
+    : prompt_planner(planner), decode_planner(decode_planner), min_batch(min_batch), cpu(cpu), devices(std::move(devices)) {}
 
 std::string compute_engine::summary() const {
     // the multiplies' own time tells the split's quality apart from the rest of a prompt (attention, norms), which
@@ -39,7 +39,7 @@ bool compute_engine::team_drives() const {
 // Who takes part in `m`: the device workers that accept it and have work in it, each having described its part, then
 // the CPU worker (the planner decides who gets rows: next to the GPU, the NPU only joins large multiplies).
 void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std::vector<plan_worker> & pw) const {
-    for (worker * w : others) {
+    for (worker * w : devices) {
         if (!w->accepts(m) || !w->describe(m)) continue;
         ws.push_back(w);
         const bool npu = w->kind() == worker_kind::npu;
@@ -121,7 +121,7 @@ work_record compute_engine::end_driven(worker * w, bool cpu_ok) {
 
 bool compute_engine::pairs() const {
     if (!cpu.takes_pairs()) return false;
-    for (const worker * w : others) {
+    for (const worker * w : devices) {
         if (!w->takes_pairs()) return false;
     }
     return true;

@@ -12,12 +12,12 @@ namespace xdna {
 
 class compute_engine {
   public:
-    // `others`: the device workers (NPU, GPU) shared by the process; they may be empty. Multiplies with fewer than
+    // `devices`: the device workers (NPU, GPU) shared by the process; they may be empty. Multiplies with fewer than
     // `min_batch` tokens (claimed only for the experimental NPU decode) are split by `decode_planner`.
     compute_engine(split_planner & planner, split_planner & decode_planner, int min_batch, cpu_worker & cpu,
-                   std::vector<worker *> others);
+                   std::vector<worker *> devices);
 
-    // `twin`: a second MUL_MAT computed with `node` as one multiply (multiply_pair(node, twin) must hold, and pairs())
+    // `twin`: a second MUL_MAT computed with `node` as one multiply (can_pair(node, twin) must hold, and pairs())
     ggml_status compute(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
     // Whether every worker computes pairs of multiplies as one (multiply::twin)
     bool pairs() const;
@@ -60,7 +60,7 @@ class compute_engine {
     split_planner &       decode_planner;
     int                   min_batch;
     cpu_worker &          cpu;
-    std::vector<worker *> others;
+    std::vector<worker *> devices;
 };
 
 }  // namespace xdna

@@ -132,7 +132,7 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
             case GGML_OP_MUL_MAT_ID: {
                 // the next multiply of the same input is computed with this one (K after V, up after gate)
                 const int j = pairs ? ggml_backend_xdna_next_computed(cgraph, i) : -1;
-                const ggml_tensor * twin = j >= 0 && multiply_pair(node, cgraph->nodes[j]) ? cgraph->nodes[j] : nullptr;
+                const ggml_tensor * twin = j >= 0 && can_pair(node, cgraph->nodes[j]) ? cgraph->nodes[j] : nullptr;
                 const ggml_status st = ctx->engine->compute(node, twin);
                 if (st != GGML_STATUS_SUCCESS) return st;
                 if (twin) i = j;

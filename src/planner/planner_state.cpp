@@ -47,7 +47,7 @@ std::string split_planner::save_state() const {
         const int64_t cur = st.npu_cur == k.rows || st.near_won.on(st.calls) ? -1 : st.npu_cur;
         snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
                  k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
-                 (int) k.repacked, k.weights, (int) k.per_call, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
+                 (int) k.repacked, k.nodes, (int) k.per_call, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
                  st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
@@ -84,9 +84,9 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         bool head_ok =
             f.size() == 1 + n_models &&
             sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
-                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.weights, &per_call, &calls, &cur, &split, &tries,
+                   &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.nodes, &per_call, &calls, &cur, &split, &tries,
                    &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 17 && rows > 0 && kk > 0 &&
-            tokens > 0 && experts > 0 && (k.weights == 1 || k.weights == 2) &&
+            tokens > 0 && experts > 0 && (k.nodes == 1 || k.nodes == 2) &&
             calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 && lpb >= 0;
         for (int i = 0, more = 0; head_ok && i < launch_cost::max_wide; ++i, used += more) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&

@@ -12,14 +12,14 @@ std::string shape_key::str() const {
     snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s%s%s", ggml_op_name((ggml_op) op),
              ggml_type_name((ggml_type) type), repacked ? "(repacked)" : "", (long long) k, (long long) rows,
              (long long) tokens, experts > 1 ? (" experts=" + std::to_string(experts)).c_str() : "",
-             weights > 1 ? (" x" + std::to_string(weights)).c_str() : "", per_call ? " weights per call" : "");
+             nodes > 1 ? (" x" + std::to_string(nodes)).c_str() : "", per_call ? " weights per call" : "");
     return buf;
 }
 
 size_t shape_key_hash::operator()(const shape_key & s) const {
     size_t h = 1469598103934665603ull;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked); mix(s.weights); mix(s.per_call);
+    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked); mix(s.nodes); mix(s.per_call);
     return h;
 }
 
@@ -77,7 +77,7 @@ multiply describe_multiply(const ggml_tensor * node, const ggml_tensor * twin) {
     m.twin     = twin;
     m.repacked = xdna_tensor_in_repack_buffer(node->src[0]);
     m.key      = shape_key_of(node, m.repacked);
-    m.key.weights = m.nodes();
+    m.key.nodes = m.nodes();
     if (node->op == GGML_OP_MUL_MAT_ID) m.routing.read(node->src[2], node->src[0]->ne[2], &m.routing_error);
     return m;
 }
@@ -90,7 +90,7 @@ static bool same_layout(const ggml_tensor * a, const ggml_tensor * b) {
     return true;
 }
 
-bool multiply_pair(const ggml_tensor * a, const ggml_tensor * b) {
+bool can_pair(const ggml_tensor * a, const ggml_tensor * b) {
     if (a->op != GGML_OP_MUL_MAT || b->op != GGML_OP_MUL_MAT) return false;
     const ggml_tensor * xa = a->src[1], * xb = b->src[1];
     if (xa != xb && (xa->data == nullptr || xa->data != xb->data || !same_layout(xa, xb))) return false;

@@ -27,7 +27,7 @@ struct shape_key {
     int64_t tokens   = 0;   // tokens (columns of the activations)
     int64_t experts  = 1;   // MUL_MAT_ID: experts in the weight
     bool    repacked = false;
-    int     weights  = 1;   // 2: a pair of multiplies with one input (multiply::twin), rows of both at once
+    int     nodes    = 1;   // 2: a pair of multiplies with one input (multiply::twin), rows of both at once
     // A device worker converts the weight on every call (the NPU, past its cache's budget): its rows cost it the
     // conversion each time, another cost than the same shape's weights kept converted (set by the engine once the
     // workers have described their part, so that the planner learns the two apart)
@@ -35,10 +35,10 @@ struct shape_key {
 
     bool operator==(const shape_key & o) const {
         return op == o.op && type == o.type && k == o.k && rows == o.rows && tokens == o.tokens &&
-               experts == o.experts && repacked == o.repacked && weights == o.weights && per_call == o.per_call;
+               experts == o.experts && repacked == o.repacked && nodes == o.nodes && per_call == o.per_call;
     }
     std::string str() const;
-    double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens * (double) weights; }   // all of it
+    double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens * (double) nodes; }   // all of it
 };
 
 struct shape_key_hash {
@@ -167,7 +167,7 @@ struct multiply {
     const ggml_tensor * node     = nullptr;
     // A second MUL_MAT of the same input and a weight of the same type, shape and layout, computed with it (K and V,
     // gate and up: consecutive in llama.cpp's graphs): a range of rows is that range of both results, so each worker
-    // runs both from one plan, and the NPU keeps one stream of launches instead of starting a second (multiply_pair).
+    // runs both from one plan, and the NPU keeps one stream of launches instead of starting a second (can_pair).
     const ggml_tensor * twin     = nullptr;
     shape_key           key;
     bool                repacked = false;   // the weight is in the CPU's repacked layout (8-row groups)
@@ -195,12 +195,12 @@ struct multiply {
 };
 
 // The description of `node` (a claimed MUL_MAT or MUL_MAT_ID): its key, layout and routing; with `twin`
-// (multiply_pair(node, twin) true), of both.
+// (can_pair(node, twin) true), of both.
 multiply describe_multiply(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
 
 // Whether MUL_MATs a and b can be computed as one multiply (multiply::twin): the same input (the same tensor, or the
 // same data and layout), weights of the same type, shape and layout (both repacked or neither), results of the same
 // shape, the same precision requests (op_params), and b not reading a's result.
-bool multiply_pair(const ggml_tensor * a, const ggml_tensor * b);
+bool can_pair(const ggml_tensor * a, const ggml_tensor * b);
 
 }  // namespace xdna

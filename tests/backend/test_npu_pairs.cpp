@@ -6,7 +6,7 @@
 //   test-backend-ops' tolerance for MUL_MAT (NMSE 5e-4);
 // - the pair really was one multiply (its shape "x2" in the planner's lines of the report), and the NPU took its rows
 //   of both;
-// - multiply_pair() pairs only what it may.
+// - can_pair() pairs only what it may.
 #include "repacked_case.h"
 
 #include "workers/multiply.h"
@@ -94,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<pair_param> & i) { return name_of(i.param); });
 
 // What may be computed as one: MUL_MATs of the same input with weights of the same type, shape and layout.
-TEST(multiply_pair, pairs_only_multiplies_of_one_input_and_alike_weights) {
+TEST(can_pair, pairs_only_multiplies_of_one_input_and_alike_weights) {
     ggml_init_params p = { 32 * ggml_tensor_overhead(), nullptr, true };
     ggml_context * ctx = ggml_init(p);
     ggml_tensor * x  = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
@@ -107,21 +107,21 @@ TEST(multiply_pair, pairs_only_multiplies_of_one_input_and_alike_weights) {
     ggml_tensor * same = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8), * wide = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 128, 4);
     same->data = wide->data = in;   // the same input in another tensor; the same bytes in another layout
     ggml_tensor * a = ggml_mul_mat(ctx, wa, x);
-    EXPECT_TRUE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, x)));
-    EXPECT_TRUE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, same))) << "the same input in another tensor";
-    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wb, x2))) << "another input";
+    EXPECT_TRUE(xdna::can_pair(a, ggml_mul_mat(ctx, wb, x)));
+    EXPECT_TRUE(xdna::can_pair(a, ggml_mul_mat(ctx, wb, same))) << "the same input in another tensor";
+    EXPECT_FALSE(xdna::can_pair(a, ggml_mul_mat(ctx, wb, x2))) << "another input";
     ggml_tensor * wwide = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 128, 32);
-    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wwide, wide))) << "the same bytes in another layout";
-    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wq8, x))) << "another weight type";
-    EXPECT_FALSE(xdna::multiply_pair(a, ggml_mul_mat(ctx, wtall, x))) << "another weight shape";
+    EXPECT_FALSE(xdna::can_pair(a, ggml_mul_mat(ctx, wwide, wide))) << "the same bytes in another layout";
+    EXPECT_FALSE(xdna::can_pair(a, ggml_mul_mat(ctx, wq8, x))) << "another weight type";
+    EXPECT_FALSE(xdna::can_pair(a, ggml_mul_mat(ctx, wtall, x))) << "another weight shape";
     ggml_tensor * precise = ggml_mul_mat(ctx, wb, x);
     const int32_t f32_acc = 10;   // op_params[0]: the least accumulator precision (ggml.h's GGML_PREC_F32)
     memcpy(precise->op_params, &f32_acc, sizeof(f32_acc));
-    EXPECT_FALSE(xdna::multiply_pair(a, precise)) << "another precision request";
+    EXPECT_FALSE(xdna::can_pair(a, precise)) << "another precision request";
     ggml_tensor * ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 1, 8);
     ggml_tensor * we  = ggml_new_tensor_3d(ctx, GGML_TYPE_Q4_0, 64, 32, 4);
     ggml_tensor * x3  = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 64, 1, 8);
     ggml_tensor * id0 = ggml_mul_mat_id(ctx, we, x3, ids);
-    EXPECT_FALSE(xdna::multiply_pair(id0, ggml_mul_mat_id(ctx, we, x3, ids))) << "MUL_MAT_ID";
+    EXPECT_FALSE(xdna::can_pair(id0, ggml_mul_mat_id(ctx, we, x3, ids))) << "MUL_MAT_ID";
     ggml_free(ctx);
 }
