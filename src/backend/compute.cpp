@@ -44,7 +44,7 @@ void compute_engine::participants(multiply & m, std::vector<worker *> & ws, std:
         ws.push_back(w);
         const bool npu = w->kind() == worker_kind::npu;
         // a part of the rows ends in narrow blocks (launch_cost::part_of), unless the CPU's team drives the NPU:
-        // then the team takes the last result with it once its own rows are done (finish_driven)
+        // then the team takes the last result with it once its own rows are done (end_driven)
         if (npu && !team_drives()) m.npu_cost.part_of = m.node->src[0]->ne[1];
         // weights the NPU converts on every call cost it otherwise than the same shape's kept ones: learned apart
         if (npu && m.npu_weights_per_call) m.key.per_call = true;
@@ -96,7 +96,7 @@ worker * compute_engine::driven_worker(const std::vector<worker *> & ws, const s
 // NPU worker keeps up to three runs in flight, so a boundary every two of its launches keeps it fed where the CPU's
 // part lasts about as long as the NPU's (what the planner aims at): the launches past the first three, two per
 // boundary. And at least four slices: the boundaries are when the NPU's end is seen, which the planner learns its time
-// by (npu_worker::finish_driven); with none, a probe of one block looked as slow as the CPU's whole part (the 2-CPU
+// by (npu_worker::driven_end); with none, a probe of one block looked as slow as the CPU's whole part (the 2-CPU
 // VM, -t 2, emulated at 3,140 GFLOP/s: auto gave the NPU 31% of the rows, the NPU worker's thread 89%).
 static int driven_slices(const multiply & m, int64_t npu_rows) {
     const int64_t launches = (int64_t) std::ceil(m.npu_cost.units(npu_rows));
@@ -289,7 +289,8 @@ ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor 
     trace::name_thread("llama.cpp thread: CPU worker");
     const double t_start = trace::on() ? now_seconds() : 0.0;
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
-    call c{ describe_multiply(node, twin) };
+    call c;
+    c.m = describe_multiply(node, twin);
     planner.assign_experts(c.m);
 
     std::vector<plan_worker> pw;
