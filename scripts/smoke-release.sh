@@ -35,7 +35,7 @@ else
     mapfile -t llama < <(env -u LLAMA_SRC -u LLAMA_BUILD "$root/scripts/build-llama.sh" --release "$release" --smoke)
 fi
 src=${llama[0]} bin=${llama[1]}/bin
-build="${GGML_XDNA_SMOKE_BUILD:-$root/build-$release}"
+build="$root/build-$release"
 mkdir -p "$build"
 extra=()
 command -v ccache >/dev/null && extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)

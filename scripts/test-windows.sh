@@ -11,7 +11,7 @@
 # The generated model comes from the native build's model generator (scripts/build.sh; only that target is built).
 #
 # usage: scripts/test-windows.sh [--release X]   (default 3.21.1: the release whose MSVC build is loaded in 3)
-# Environment: GGML_XDNA_WINDOWS_BUILD_DIR (default build-windows), GGML_XDNA_CACHE, JOBS.
+# Environment: GGML_XDNA_CACHE, JOBS. It builds in build-windows.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/scripts/progress.sh"
@@ -24,7 +24,7 @@ while (( $# )); do
 done
 say() { echo "[windows] $*"; }
 start=$(date +%s)
-build=${GGML_XDNA_WINDOWS_BUILD_DIR:-$root/build-windows}
+build=$root/build-windows
 cache_root="${GGML_XDNA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ggml-xdna}"
 
 "$root/scripts/deps.sh"

@@ -190,8 +190,7 @@ const char * npu_mode_name(npu_mode m) {
 
 std::vector<std::string> unknown_vars(const std::vector<std::string> & env_names) {
     // the set-up scripts' own variables (the cache and build folders, extra CMake arguments): not the plugin's
-    static const char * const scripts_vars[] = { "GGML_XDNA_CACHE", "GGML_XDNA_BUILD_DIR", "GGML_XDNA_CMAKE_ARGS",
-                                                 "GGML_XDNA_WINDOWS_BUILD_DIR", "GGML_XDNA_SMOKE_BUILD" };
+    static const char * const scripts_vars[] = { "GGML_XDNA_CACHE", "GGML_XDNA_BUILD_DIR", "GGML_XDNA_CMAKE_ARGS" };
     std::vector<std::string> unknown;
     for (const auto & n : env_names) {
         if (n.rfind("GGML_XDNA_", 0) != 0) continue;
