@@ -36,7 +36,7 @@ for kind in "${kinds[@]}"; do
         -DLLAMA_BUILD="${llama[1]}" -DGGML_XDNA_SANITIZE="$flags" >/dev/null
     # only what the selected tests run (the plugin, the emulator's kernel set, the test programs)
     cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml-xdna xdna-emu-kernel-set test-config test-config-docs \
-        test-claim test-async-worker test-planner test-repacked test-npu-rows test-npu-pairs test-npu-driven test-npu-resident test-npu-runtime test-npu-files test-own-file \
+        test-claim test-async-worker test-planner test-repacked test-npu-rows test-npu-pairs test-npu-driven test-npu-resident test-npu-engine test-npu-runtime test-npu-files test-own-file \
         test-emu-matmul test-gpu-worker xdna-with-rpc-server "${more_targets[@]}" >/dev/null
     echo "== $flags: running the tests"
     (cd "$build" && env "${env_vars[@]}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" "${tests[@]}") || status=1
