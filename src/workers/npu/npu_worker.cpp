@@ -366,6 +366,8 @@ void npu_worker::plan_jobs(call & c) const {
             job j;
             j.w        = out->src[0];
             j.n_tokens = x->ne[1];
+            j.out.reserve(j.n_tokens);
+            j.src.reserve(j.n_tokens);
             for (int64_t t = 0; t < j.n_tokens; ++t) {
                 j.out.push_back((char *) out->data + t * out->nb[1]);
                 j.src.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
@@ -381,6 +383,8 @@ void npu_worker::plan_jobs(call & c) const {
             j.w        = node->src[0];
             j.n_tokens = m.routing.tokens_of(e);
             j.expert   = e;
+            j.out.reserve(j.n_tokens);
+            j.src.reserve(j.n_tokens);
             const moe_routing::pair * routed = m.routing.begin_of(e);
             for (int64_t i = 0; i < j.n_tokens; ++i) {
                 const int64_t t = routed[i].token, s = routed[i].slot;
