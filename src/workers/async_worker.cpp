@@ -40,27 +40,24 @@ void async_worker::begin(const multiply & m, row_range rows) {
     job      = &m;
     job_rows = rows;
     done     = false;
-    if (running) {
-        if (spin.load(std::memory_order_relaxed)) {
-            coming = true;   // the thread wakes now, while the caller's threads prepare the work, and spins for it
-            cv.notify_all();
-        }
-        lock.unlock();   // the worker is ours and its thread waits for `pending`: the hook runs without the lock
-        try {
-            before_start(m, rows);
-        } catch (const std::exception &) {
-            // a preparation only: the worker's thread does the work itself
-        }
-        lock.lock();
-    }
     if (!running) {
         // no thread (it failed to start, or was stopped): report instead of hanging
         result  = work_record::failed(work_failure::device_unavailable, "its worker thread is not running");
         done    = true;
         return;
     }
-    pending   = true;
+    prepared = false;
+    pending  = true;   // the thread takes the job now and sets it up while the caller's threads prepare it
+    cv.notify_all();
+    lock.unlock();     // the hook runs without the lock: the thread waits for `prepared` before it runs the job
+    try {
+        before_start(m, rows);
+    } catch (const std::exception &) {
+        // a preparation only: the worker's thread does the work itself
+    }
+    lock.lock();
     handed_at = now_seconds();
+    prepared  = true;
     cv.notify_all();
 }
 
@@ -114,19 +111,22 @@ work_record async_worker::end() {
 void async_worker::loop() {
     std::unique_lock<std::mutex> lock(mtx);
     for (;;) {
-        cv.wait(lock, [this] { return pending || coming || !running; });
-        if (coming && !pending && running) {
-            coming = false;
-            lock.unlock();
-            spin_until([this] { return pending.load(); }, async_worker_spin_s);
-            lock.lock();
-            continue;   // handed over by now, or asleep again until it is
-        }
-        coming = false;
+        cv.wait(lock, [this] { return pending || !running; });
         if (pending) {
             pending = false;
             const multiply & m = *job;
             const row_range rows = job_rows;
+            lock.unlock();
+            try {
+                set_up(m, rows);
+            } catch (const std::exception &) {
+                // a head start only: run() does what it left
+            }
+            if (spin.load(std::memory_order_relaxed)) {
+                spin_until([this] { return prepared.load(); }, async_worker_spin_s);
+            }
+            lock.lock();
+            cv.wait(lock, [this] { return prepared.load(); });
             const double handed = handed_at;
             lock.unlock();
             const double t0 = now_seconds();

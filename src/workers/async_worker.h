@@ -5,11 +5,12 @@
 // One multiply at a time: when several backend instances share the worker, a second begin() waits until the first
 // caller's end() has collected its result.
 //
-// Where the caller leaves the thread a core of its own (own_core), the two hand-offs of a multiply are spun for
-// instead of slept on: begin() wakes the thread before the caller's threads prepare the work (before_start), and the
-// thread spins until it is handed over; end() spins until the result is there. Asleep, each cost a wake-up (at share
-// 1, -t 8 on 16 vCPUs, 3,140 GFLOP/s: 33 us in the mean between the activations' conversion and the thread's start,
-// and 19 us between the thread's end and the caller's, of ~1.1-2.6 ms per multiply).
+// begin() hands the job to the thread before the caller's threads prepare the work (before_start): the thread sets up
+// what needs nothing of theirs (set_up) meanwhile, and runs the work once they are done. Where the caller leaves the
+// thread a core of its own (own_core), the two hand-offs of a multiply are spun for instead of slept on: the thread
+// spins until the preparation is over, end() until the result is there. Asleep, each cost a wake-up (at share 1, -t 8
+// on 16 vCPUs, 3,140 GFLOP/s: 33 us in the mean between the activations' conversion and the thread's start, and 19 us
+// between the thread's end and the caller's, of ~1.1-2.6 ms per multiply).
 #pragma once
 
 #include "workers/worker.h"
@@ -33,12 +34,15 @@ class async_worker : public worker {
     void own_core(bool yes) final { spin.store(yes, std::memory_order_relaxed); }
 
   protected:
-    // Computes `rows` of `m` on the worker thread.
+    // Computes `rows` of `m` on the worker thread, once before_start() is over.
     virtual work_record run(const multiply & m, row_range rows) = 0;
+    // On the worker thread while the caller's threads are still in before_start(): a head start on what needs nothing
+    // of theirs (the NPU: its jobs and weights; it keeps what it set up for run()). What it leaves, run() does.
+    virtual void set_up(const multiply & m, row_range rows) { (void) m; (void) rows; }
 
-    // Called by begin() on the caller's thread once the worker is the caller's (its thread idle: nothing else touches
-    // the worker's state), before the work is handed over: what the caller's threads can prepare (the NPU: its
-    // activations, converted by the CPU worker's threads).
+    // Called by begin() on the caller's thread once the worker is the caller's, beside set_up() on the worker's thread
+    // (the two touch different state), before run(): what the caller's threads can prepare (the NPU: its activations,
+    // converted by the CPU worker's threads).
     virtual void before_start(const multiply & m, row_range rows) { (void) m; (void) rows; }
     // In before_start(): whether the work being begun is driven by the caller's team (begin_driven).
     bool is_driven() const { return driven; }
@@ -63,12 +67,12 @@ class async_worker : public worker {
     bool                    owned    = false;   // between a caller's begin() and end()
     // written under mtx; atomic so that a thread can spin on them without it (own_core)
     std::atomic<bool>       pending{ false };   // a job waits for the thread
+    std::atomic<bool>       prepared{ false };  // and before_start() is over: the thread may run it
     std::atomic<bool>       done{ false };      // its result is ready
     bool                    driven   = false;   // the caller's team drives the work begun (begin_driven)
-    bool                    coming   = false;   // a job is being prepared: the thread wakes and spins for it
     std::atomic<bool>       spin{ false };      // own_core()
     const multiply *        job = nullptr;
-    double                  handed_at = 0.0;   // when begin() handed the job to the thread
+    double                  handed_at = 0.0;   // when before_start() was over (the thread could run the job)
     row_range               job_rows;
     work_record             result;
 };

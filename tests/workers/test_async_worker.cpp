@@ -1,5 +1,6 @@
-// The persistent-thread worker base: work runs on another thread, results come back to the right caller, callers
-// sharing one worker are serialised, and a failure (even an exception) becomes a failed result, never a crash.
+// The persistent-thread worker base: work runs on another thread, set up beside the caller's preparation and run
+// after it, results come back to the right caller, callers sharing one worker are serialised, and a failure (even an
+// exception) becomes a failed result, never a crash.
 #include "workers/async_worker.h"
 #include "workers/lent_threads.h"
 
@@ -30,15 +31,27 @@ class fake_device_worker final : public async_worker {
     std::thread::id  ran_on;
     std::chrono::microseconds preparing{ 0 };   // how long before_start takes
     std::atomic<int> prepared{ 0 };
+    // before_start waits (up to 10 s) for the thread's set_up of the same job: `overlapped` counts those it saw
+    bool             await_set_up = false;
+    std::atomic<int> begun{ 0 }, set_ups{ 0 }, overlapped{ 0 }, ran_unprepared{ 0 };
 
   protected:
     void before_start(const multiply &, row_range) override {
         if (concurrent != 0) throw std::logic_error("prepared while the thread was busy");
+        const int job = ++begun;
+        if (await_set_up) {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (set_ups.load() < job && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+            if (set_ups.load() >= job) ++overlapped;
+        }
         std::this_thread::sleep_for(preparing);
         ++prepared;
     }
 
+    void set_up(const multiply &, row_range) override { ++set_ups; }
+
     work_record run(const multiply &, row_range rows) override {
+        if (prepared.load() != begun.load()) ++ran_unprepared;
         ran_on = std::this_thread::get_id();
         int c = ++concurrent;
         max_concurrent = std::max(max_concurrent.load(), c);
@@ -133,6 +146,27 @@ TEST(async_worker, spinning_hand_offs_give_the_same_results_whatever_the_prepara
 // Lent threads: without one, split() runs nothing and says so (the worker's thread never waits for a thread that is
 // not there); with one in serve(), a split of two parts runs one of them on it and both are done when split()
 // returns; after close() the lent thread returns. 1,000 splits, each part writing its own half of a row.
+// The thread takes the job as begin() hands it over: its set_up runs while the caller's before_start is still at work
+// (which waits for it, so a set_up that came only after would fail the count), and run only once before_start is over,
+// whether the thread sleeps or spins at the hand-off.
+TEST(async_worker, set_up_runs_beside_the_preparation_and_the_work_after_it) {
+    std::vector<int64_t> out(100, -1);
+    fake_device_worker w(out);
+    w.await_set_up = true;
+    w.preparing    = std::chrono::microseconds(300);
+    for (const bool own : { false, true }) {
+        w.own_core(own);
+        for (int i = 0; i < 3; ++i) {
+            w.begin(none, { 10 * i, 10 * i + 10 });
+            ASSERT_TRUE(w.end().ok());
+        }
+    }
+    EXPECT_EQ(w.set_ups.load(), 6);
+    EXPECT_EQ(w.overlapped.load(), 6) << "set_up must run while before_start is at work";
+    EXPECT_EQ(w.ran_unprepared.load(), 0) << "run must wait for before_start";
+    for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(out[i], i < 30 ? i : -1);
+}
+
 TEST(lent_threads, splits_run_one_part_on_each_thread_and_none_without_one) {
     lent_threads lt;
     bool ran = false;

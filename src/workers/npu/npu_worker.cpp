@@ -496,20 +496,45 @@ bool npu_worker::prepare_ahead(const multiply & m) {
 // The call's set-up before the pipeline: its jobs, their weights, the slots and the activations' places. A failure,
 // or success (with no jobs: nothing to do).
 work_record npu_worker::open_call(call & c, const multiply & m, row_range rows, double t0) {
+    work_record r = open_jobs(c, m, rows, t0);
+    return !r.ok() || c.jobs.empty() ? r : open_places(c, t0);
+}
+
+work_record npu_worker::open_jobs(call & c, const multiply & m, row_range rows, double t0) {
     if (!m.npu_choice) return work_record::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
     c.m    = &m;
     c.rows = rows;
     plan_jobs(c);
     if (c.jobs.empty()) return work_record();
-    {
-        trace::scope tw("weights");
-        std::string err;
-        for (job & j : c.jobs) {
-            if (!prepare_job(j, rows, c.ld, &err)) {
-                return work_record::failed(work_failure::weight_conversion, err, now_seconds() - t0);
-            }
+    trace::scope tw("weights");
+    std::string err;
+    for (job & j : c.jobs) {
+        if (!prepare_job(j, rows, c.ld, &err)) {
+            return work_record::failed(work_failure::weight_conversion, err, now_seconds() - t0);
         }
     }
+    return work_record();
+}
+
+// A head start on the call while the CPU worker's threads convert its activations (async_worker::set_up; -t 8 of 16
+// cores: the worker's jobs and weights took 28 us of the 113 before its first launch). Only where every weight is in
+// the cache already: a weight met for the first time is converted on the CPU's threads in before_start, and one past
+// the cache (or outside it) is converted for the call, a cost of its rows that the call's time must hold.
+void npu_worker::set_up(const multiply & m, row_range rows) {
+    early.reset();
+    if (!m.npu_choice || rows.empty() || switched_off || m.is_id() || !m.npu_weights_ready || m.npu_weights_per_call) {
+        return;
+    }
+    for (int i = 0; i < m.nodes(); ++i) {
+        if (!weight_cache::cacheable(m.node_at(i)->src[0])) return;   // converted for the call: a cost of its rows
+    }
+    trace::name_thread("NPU worker (host)");
+    trace::scope ts("npu rows: set-up", rows.size());
+    std::unique_ptr<call> c(new call);
+    if (open_jobs(*c, m, rows, now_seconds()).ok() && !c->jobs.empty()) early = std::move(c);
+}
+
+work_record npu_worker::open_places(call & c, double t0) {
     reserve_slots(*c.kn);
     for (const row_block & rb : c.row_blocks) {
         // described before the locked-memory limit narrowed the slots (a design met for the first time): the next
@@ -551,8 +576,11 @@ work_record npu_worker::run_call(const multiply & m, row_range rows) {
     const double t0 = now_seconds();
     trace::name_thread("NPU worker (host)");
     trace::scope ts("npu rows", rows.size());
-    call c;
-    work_record res = open_call(c, m, rows, t0);
+    const std::unique_ptr<call> head = std::move(early);   // set_up's, where it opened this call
+    const bool set_up_done = head && head->m == &m && head->rows.begin == rows.begin && head->rows.end == rows.end;
+    call local;
+    call & c = set_up_done ? *head : local;
+    work_record res = set_up_done ? open_places(c, t0) : open_call(c, m, rows, t0);
     if (!res.ok() || c.jobs.empty()) {
         if (res.ok()) res.seconds = now_seconds() - t0;
         return res;

@@ -94,6 +94,8 @@ class npu_worker final : public async_worker {
     work_record run(const multiply & m, row_range rows) override;
     // a dense bf16 multiply: the CPU worker's threads convert its activations into the arena (m.convert_bf16)
     void before_start(const multiply & m, row_range rows) override;
+    // a dense multiply whose weights are in the cache: its jobs and their weights (open_jobs), kept for run_call
+    void set_up(const multiply & m, row_range rows) override;
     void driven_begin(const multiply & m, row_range rows) override;
     work_record driven_end() override;
 
@@ -110,8 +112,11 @@ class npu_worker final : public async_worker {
     struct driven_call;
     work_record run_call(const multiply & m, row_range rows);
     work_record call_over(work_record r);   // every call's end: the lent threads released, failures counted
-    // the phases of one call (compute): its jobs, their weights and activations' places, then the pipeline
+    // the phases of one call (compute): its jobs and their weights (open_jobs), its slots and activations' places
+    // (open_places), then the pipeline; open_call is the first two
     work_record open_call(call & c, const multiply & m, row_range rows, double t0);
+    work_record open_jobs(call & c, const multiply & m, row_range rows, double t0);
+    work_record open_places(call & c, double t0);
     void plan_jobs(call & c) const;
     bool prepare_job(job & j, row_range rows, int64_t ld, std::string * err);
     void place_activations(call & c);
@@ -192,6 +197,7 @@ class npu_worker final : public async_worker {
     void stop_spares();
 
     std::unique_ptr<driven_call> drive;   // the call the CPU worker's team drives, from begin_driven to end()
+    std::unique_ptr<call>        early;   // what set_up() opened of the call begun (worker thread), for run_call
 
     // Runs that timed out and stay on the NPU until the driver ends them: as many as one call keeps in flight
     static constexpr int max_parked = max_depth;
