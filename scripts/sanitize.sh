@@ -18,7 +18,7 @@ done
 (( ${#kinds[@]} )) || kinds=(address thread)
 # the test programs of the threaded and memory-handling parts (llama.cpp's own programs are not instrumented; the
 # conversion kernels' cases, label convert, are left out here for time: scripts/sanitize.sh address -- -L convert)
-select='config|claim_test|async_worker|planner_|cost_model|npu-rows|npu-pairs|npu-driven|npu_driven|npu_engine|npu_resident|npu_shared|npu_activation_arena|npu_cpu_convert|npu_moe_engine|npu_help|lent_thread|cpu_repack|NpuRuntime|NpuManifest|NpuFiles|EmulatorXrt|EmuMatmul|gpu_worker|gpu_split|gpu_device|own_file'
+select='config|claim_test|async_worker|planner_|cost_model|npu-rows|npu-pairs|npu-ahead|npu-driven|npu_driven|npu_engine|npu_resident|npu_shared|npu_activation_arena|npu_cpu_convert|npu_moe_engine|npu_help|lent_thread|cpu_repack|NpuRuntime|NpuManifest|NpuFiles|EmulatorXrt|EmuMatmul|gpu_worker|gpu_split|gpu_device|own_file'
 tests=(-R "$select" -LE convert) more_targets=()
 if (( ${#ctest_args[@]} )); then tests=("${ctest_args[@]}") more_targets=(test-convert); fi
 status=0
@@ -36,7 +36,7 @@ for kind in "${kinds[@]}"; do
         -DLLAMA_BUILD="${llama[1]}" -DGGML_XDNA_SANITIZE="$flags" >/dev/null
     # only what the selected tests run (the plugin, the emulator's kernel set, the test programs)
     cmake --build "$build" -j "${JOBS:-$(nproc)}" --target ggml-xdna xdna-emu-kernel-set test-config test-config-docs \
-        test-claim test-async-worker test-planner test-repacked test-npu-rows test-npu-pairs test-npu-driven test-npu-resident test-npu-engine test-npu-runtime test-npu-files test-own-file \
+        test-claim test-async-worker test-planner test-repacked test-npu-rows test-npu-pairs test-npu-ahead test-npu-driven test-npu-resident test-npu-engine test-npu-runtime test-npu-files test-own-file \
         test-emu-matmul test-gpu-worker xdna-with-rpc-server "${more_targets[@]}" >/dev/null
     echo "== $flags: running the tests"
     (cd "$build" && env "${env_vars[@]}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" "${tests[@]}") || status=1

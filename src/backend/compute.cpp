@@ -6,10 +6,14 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/trace.h"
+#include "workers/worker.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
 
 namespace xdna {
 
@@ -21,9 +25,9 @@ std::string compute_engine::summary() const {
     // the multiplies' own time tells the split's quality apart from the rest of a prompt (attention, norms), which
     // moves from one process to the next as much as the splits differ; a weight's first conversion for the NPU is paid
     // once, so it is named apart
-    char head[160];
-    snprintf(head, sizeof(head), "%lld multiplies in %.3f s (%.3f s of it where a weight was converted for a device); ",
-             (long long) n_multiplies, wall_s, first_use_wall_s);
+    char head[192];
+    snprintf(head, sizeof(head), "%lld multiplies in %.3f s (%.3f s of it where a weight was converted for a device, "
+             "%lld begun ahead); ", (long long) n_multiplies, wall_s, first_use_wall_s, (long long) n_ahead);
     return head + totals.line();
 }
 
@@ -284,28 +288,131 @@ void compute_engine::trace_multiply(const call & c, const ggml_tensor * twin, do
     trace::add("multiply", t_start, now_seconds(), c.m.key.rows, text);
 }
 
+// The engines holding a multiply begun ahead, by the thread that began it. The NPU worker is the holder's until that
+// multiply's turn; a graph that stops between the two (an abort) leaves it held, and another engine (another llama.cpp
+// context) computing on that same thread would wait for it for good: it drops it first (drop_held_ahead).
+static std::mutex                                            compute_engine_ahead_mu;
+static std::unordered_map<std::thread::id, compute_engine *> compute_engine_ahead_holders;
+
+compute_engine::~compute_engine() {
+    drop_ahead();
+}
+
+void compute_engine::drop_held_ahead() {
+    compute_engine * other = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(compute_engine_ahead_mu);
+        const auto it = compute_engine_ahead_holders.find(std::this_thread::get_id());
+        if (it != compute_engine_ahead_holders.end() && it->second != this) other = it->second;
+    }
+    if (other) other->drop_ahead();
+}
+
+// `ahead` and the registry change together, under its lock (another engine may drop this one's, drop_held_ahead)
+void compute_engine::hold_ahead(std::unique_ptr<ahead_call> a) {
+    a->thread = std::this_thread::get_id();
+    std::lock_guard<std::mutex> lock(compute_engine_ahead_mu);
+    compute_engine_ahead_holders[a->thread] = this;
+    ahead = std::move(a);
+}
+
+std::unique_ptr<compute_engine::ahead_call> compute_engine::unhold_ahead() {
+    std::lock_guard<std::mutex> lock(compute_engine_ahead_mu);
+    std::unique_ptr<ahead_call> a = std::move(ahead);
+    if (a) {
+        const auto it = compute_engine_ahead_holders.find(a->thread);
+        if (it != compute_engine_ahead_holders.end() && it->second == this) compute_engine_ahead_holders.erase(it);
+    }
+    return a;
+}
+
+// The planner's split of the call among its participants (c.ws, described as pw).
+void compute_engine::plan_call(call & c, split_planner & planner, const std::vector<plan_worker> & pw, plan_reason & why) {
+    c.rows    = planner.plan(c.m.key, c.m.node->src[0]->ne[1], pw, &why);
+    c.records.assign(c.ws.size(), work_record{});
+    c.busy0.assign(c.ws.size(), -1.0);
+    c.driven  = driven_worker(c.ws, c.rows);
+}
+
+void compute_engine::run_ahead(const ggml_tensor * node, const ggml_tensor * twin) {
+    drop_held_ahead();
+    drop_ahead();
+    if (node->op != GGML_OP_MUL_MAT || claim_tokens(node) < min_batch || team_drives()) return;
+    std::unique_ptr<ahead_call> a(new ahead_call);
+    call & c = a->c;
+    c.m = describe_multiply(node, twin);
+    std::vector<plan_worker> pw;
+    participants(c.m, c.ws, pw);
+    bool npu = false;
+    for (size_t i = 0; i + 1 < c.ws.size(); ++i) {
+        if (!c.ws[i]->runs_ahead()) return;
+        npu = npu || c.ws[i]->kind() == worker_kind::npu;
+    }
+    // the CPU's threads would convert a weight met for the first time: not while llama.cpp waits for them
+    if (!npu || !c.m.npu_weights_ready || c.m.npu_weights_per_call) return;
+    c.m.key.ahead = true;   // learned apart from the same shape at its turn
+    plan_call(c, prompt_planner, pw, a->why);
+    c.m.ahead = true;
+    start_devices(c);
+    a->graph = graph_epoch();
+    hold_ahead(std::move(a));
+}
+
+// The call run ahead for this multiply (node and twin, in the graph after the one it was begun in), if there is one;
+// any other is dropped, its devices' results with it.
+std::unique_ptr<compute_engine::ahead_call> compute_engine::take_ahead(const ggml_tensor * node, const ggml_tensor * twin) {
+    std::unique_ptr<ahead_call> a = unhold_ahead();
+    if (a && (a->c.m.node != node || a->c.m.twin != twin || graph_epoch() != a->graph + 1)) {
+        end_dropped(std::move(a));
+        return nullptr;
+    }
+    return a;
+}
+
+void compute_engine::drop_ahead() {
+    end_dropped(unhold_ahead());
+}
+
+void compute_engine::end_dropped(std::unique_ptr<ahead_call> a) {
+    if (!a) return;
+    release_devices(a->c, false);
+    for (size_t i = 0; i + 1 < a->c.ws.size(); ++i) {
+        if (!a->c.rows[i].empty()) a->c.ws[i]->end();
+    }
+}
+
+void compute_engine::release_devices(call & c, bool deliver) {
+    for (size_t i = 0; i + 1 < c.ws.size(); ++i) {
+        if (!c.rows[i].empty()) c.ws[i]->release(deliver);
+    }
+}
+
 ggml_status compute_engine::compute(const ggml_tensor * node, const ggml_tensor * twin) {
     n_multiplies += twin ? 2 : 1;
     trace::name_thread("llama.cpp thread: CPU worker");
     const double t_start = trace::on() ? now_seconds() : 0.0;
     split_planner & planner = claim_tokens(node) < min_batch ? decode_planner : prompt_planner;
-    call c;
-    c.m = describe_multiply(node, twin);
-    planner.assign_experts(c.m);
-
-    std::vector<plan_worker> pw;
-    participants(c.m, c.ws, pw);
-    plan_reason why = plan_reason::no_npu;
-    const double t_plan = now_seconds();   // the outcome: from the plan to the end, every worker and wait included
-    c.rows    = planner.plan(c.m.key, node->src[0]->ne[1], pw, &why);
-    c.records.assign(c.ws.size(), work_record{});
-    c.busy0.assign(c.ws.size(), -1.0);
-    c.driven  = driven_worker(c.ws, c.rows);
+    drop_held_ahead();
+    // run ahead (run_ahead): planned, the NPU begun on its rows at an earlier multiply's end
+    const std::unique_ptr<ahead_call> early = take_ahead(node, twin);
+    call local;
+    call & c = early ? early->c : local;
+    plan_reason why = early ? early->why : plan_reason::no_npu;
     bool once_on_cpu = false;   // the CPU's threads did one-time work for a device worker
-    lend_cpu_threads(c.m, c.rows.back().empty(), c.driven != nullptr, once_on_cpu);
-
-    // start the device workers, then do the CPU's part here, then collect
-    start_devices(c);
+    double t_plan = now_seconds();   // the outcome: from the plan (or this turn) to the end, every wait included
+    if (early) {
+        release_devices(c, true);   // the devices' rows go into the result now, beside the CPU's own
+        if (npu_rows_of(c.ws, c.rows) > 0) n_ahead += c.m.nodes();
+    } else {
+        c.m = describe_multiply(node, twin);
+        planner.assign_experts(c.m);
+        std::vector<plan_worker> pw;
+        participants(c.m, c.ws, pw);
+        t_plan = now_seconds();
+        plan_call(c, planner, pw, why);
+        lend_cpu_threads(c.m, c.rows.back().empty(), c.driven != nullptr, once_on_cpu);
+        start_devices(c);   // then the CPU's part here, then collect
+    }
     const size_t n_dev = c.ws.size() - 1;
     work_record & cpu_res = c.records[n_dev];
     cpu_res = run_cpu(c);

@@ -6,6 +6,8 @@
 #include "planner/planner.h"
 #include "workers/cpu/cpu_worker.h"
 
+#include <memory>
+#include <thread>
 #include <vector>
 
 namespace xdna {
@@ -19,6 +21,14 @@ class compute_engine {
 
     // `twin`: a second MUL_MAT computed with `node` as one multiply (can_pair(node, twin) must hold, and pairs())
     ggml_status compute(const ggml_tensor * node, const ggml_tensor * twin = nullptr);
+    // Plans `node` (with `twin`), the multiply the backend computes next, in its next graph, and starts the NPU on its
+    // rows now: right after the compute() of an earlier multiply of the same input (Q's before K and V's), so that
+    // the NPU works while the CPU computes what lies between the two (Q's norm and rope). The NPU keeps its results
+    // until that compute() (multiply::ahead); a compute() of anything else first drops them. Nothing is begun where
+    // a worker taking rows cannot run ahead (a GPU writes straight into the result), where the CPU's team drives the
+    // NPU, or where the NPU would convert a weight first.
+    void run_ahead(const ggml_tensor * node, const ggml_tensor * twin);
+    ~compute_engine();
     // Whether every worker computes pairs of multiplies as one (multiply::twin)
     bool pairs() const;
 
@@ -37,6 +47,21 @@ class compute_engine {
         std::vector<double>      busy0;     // each device's busy seconds when it began (< 0: not known)
         worker *                 driven = nullptr;   // the device worker the CPU's team drives, if any
     };
+    // A multiply run ahead: its call (the NPU begun on its rows), kept until compute() asks for it (take_ahead)
+    struct ahead_call {
+        call          c;
+        plan_reason   why = plan_reason::no_npu;
+        uint64_t      graph = 0;   // the graph (split) it was begun in: it is for the next one only
+        std::thread::id thread;    // the thread that began it
+    };
+    std::unique_ptr<ahead_call> take_ahead(const ggml_tensor * node, const ggml_tensor * twin);
+    void drop_ahead();
+    void end_dropped(std::unique_ptr<ahead_call> a);   // its devices told to drop their rows, and ended
+    void drop_held_ahead();   // another engine's, begun on this thread
+    void hold_ahead(std::unique_ptr<ahead_call> a);
+    std::unique_ptr<ahead_call> unhold_ahead();
+    void release_devices(call & c, bool deliver);
+    void plan_call(call & c, split_planner & planner, const std::vector<plan_worker> & pw, plan_reason & why);
     void start_devices(call & c);
     work_record run_cpu(call & c);
     ggml_status collect_devices(call & c);
@@ -54,6 +79,8 @@ class compute_engine {
 
     work_totals totals;
     int64_t n_multiplies = 0;
+    int64_t n_ahead = 0;   // multiplies whose NPU part ran ahead (run_ahead) and was used
+    std::unique_ptr<ahead_call> ahead;
     double  wall_s = 0.0, first_use_wall_s = 0.0;   // the multiplies' own time, and of it those that converted a weight
 
     split_planner &       prompt_planner;

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 #include <memory>
+#include <unordered_map>
 
 using namespace xdna;
 
@@ -36,6 +37,21 @@ static device_state & xdna_state() {
 struct ggml_backend_xdna_context {
     std::unique_ptr<cpu_worker>     cpu;
     std::unique_ptr<compute_engine> engine;
+
+    // The multiplies of the graph ggml computes next, in order, from every split it handed the backend before
+    // computing the first (graph_optimize): where a multiply's next one reads the same input from a later split
+    // (Q's input is K and V's, with Q's norm and rope between), the engine begins that one ahead (run_ahead).
+    struct planned_multiply {
+        const ggml_tensor * node, * twin;
+        // node's, as noted: a node at the same address in another graph (one handed to graph_compute without its
+        // graph_optimize) is not taken for it
+        const ggml_tensor * weight, * input;
+        int                 split;
+    };
+    std::vector<planned_multiply>                   order;
+    std::unordered_map<const ggml_tensor *, size_t> order_of;
+    int  splits = 0;
+    bool computed = true;   // since the order was written: the next graph_optimize starts a new one
 };
 
 static ggml_guid_t ggml_backend_xdna_guid() {
@@ -119,22 +135,45 @@ static int ggml_backend_xdna_next_computed(const struct ggml_cgraph * cgraph, in
     return -1;
 }
 
+// The multiply computed with node i as one (K after V, up after gate: the next node computed, of the same input), or
+// null; *j is its index.
+static const ggml_tensor * ggml_backend_xdna_twin_of(const ggml_backend_xdna_context * ctx, const struct ggml_cgraph * cgraph,
+                                                     int i, int * j) {
+    *j = ctx->engine->pairs() ? ggml_backend_xdna_next_computed(cgraph, i) : -1;
+    return *j >= 0 && can_pair(cgraph->nodes[i], cgraph->nodes[*j]) ? cgraph->nodes[*j] : nullptr;
+}
+
+// The multiply to begin ahead once `node` (with `twin`) is computed: the next one in the graph, where it reads the
+// same input in a later split; null otherwise.
+static const ggml_backend_xdna_context::planned_multiply * ggml_backend_xdna_ahead_of(const ggml_backend_xdna_context * ctx,
+                                                                                      const ggml_tensor * node,
+                                                                                      const ggml_tensor * twin) {
+    const auto it = ctx->order_of.find(node);
+    if (node->op != GGML_OP_MUL_MAT || it == ctx->order_of.end() || it->second + 1 >= ctx->order.size()) return nullptr;
+    const auto & cur = ctx->order[it->second], & next = ctx->order[it->second + 1];
+    if (cur.node != node || cur.twin != twin || cur.weight != node->src[0] || cur.input != node->src[1] ||
+        next.split <= cur.split) {
+        return nullptr;
+    }
+    return next.input == node->src[1] && next.node->op == GGML_OP_MUL_MAT ? &next : nullptr;
+}
+
 static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
     auto * ctx = (ggml_backend_xdna_context *) backend->context;
     xdna_state().prompt_arrived(ctx->cpu->threads());
     next_graph();
-    const bool pairs = ctx->engine->pairs();
+    ctx->computed = true;
     for (int i = 0; i < cgraph->n_nodes; i++) {
         ggml_tensor * node = cgraph->nodes[i];
         if (!ggml_backend_xdna_computes(node)) continue;
         switch (node->op) {
             case GGML_OP_MUL_MAT:
             case GGML_OP_MUL_MAT_ID: {
-                // the next multiply of the same input is computed with this one (K after V, up after gate)
-                const int j = pairs ? ggml_backend_xdna_next_computed(cgraph, i) : -1;
-                const ggml_tensor * twin = j >= 0 && can_pair(node, cgraph->nodes[j]) ? cgraph->nodes[j] : nullptr;
+                int j = -1;
+                const ggml_tensor * twin = ggml_backend_xdna_twin_of(ctx, cgraph, i, &j);
                 const ggml_status st = ctx->engine->compute(node, twin);
                 if (st != GGML_STATUS_SUCCESS) return st;
+                if (const auto * next = ggml_backend_xdna_ahead_of(ctx, node, twin)) ctx->engine->run_ahead(next->node, next->twin);
                 if (twin) i = j;
                 break;
             }
@@ -150,13 +189,30 @@ static enum ggml_status ggml_backend_xdna_graph_compute(ggml_backend_t backend, 
 // prompt, and for every graph after): the weights its multiplies will read are offered to the NPU's warm-up, which
 // converts them in the background until the first prompt arrives.
 #if XDNA_HAS_GRAPH_OPTIMIZE_PARAMS
-static void ggml_backend_xdna_graph_optimize(ggml_backend_t, struct ggml_cgraph * cgraph,
+static void ggml_backend_xdna_graph_optimize(ggml_backend_t backend, struct ggml_cgraph * cgraph,
                                              struct ggml_backend_graph_optimize_params *) {
 #else
-static void ggml_backend_xdna_graph_optimize(ggml_backend_t, struct ggml_cgraph * cgraph) {
+static void ggml_backend_xdna_graph_optimize(ggml_backend_t backend, struct ggml_cgraph * cgraph) {
 #endif
     device_state & st = xdna_state();
     for (int i = 0; i < cgraph->n_nodes; i++) st.offer_weight(cgraph->nodes[i]);
+    auto * ctx = (ggml_backend_xdna_context *) backend->context;
+    if (ctx->computed) {
+        ctx->order.clear();
+        ctx->order_of.clear();
+        ctx->splits   = 0;
+        ctx->computed = false;
+    }
+    for (int i = 0; i < cgraph->n_nodes; i++) {
+        const ggml_tensor * node = cgraph->nodes[i];
+        if (!ggml_backend_xdna_computes(node) || (node->op != GGML_OP_MUL_MAT && node->op != GGML_OP_MUL_MAT_ID)) continue;
+        int j = -1;
+        const ggml_tensor * twin = ggml_backend_xdna_twin_of(ctx, cgraph, i, &j);
+        ctx->order_of[node] = ctx->order.size();
+        ctx->order.push_back({ node, twin, node->src[0], node->src[1], ctx->splits });
+        if (twin) i = j;
+    }
+    ctx->splits++;
 }
 
 // The interface tables are filled by member name (every other slot null), not by position: the structs grew members in

@@ -47,7 +47,7 @@ std::string split_planner::save_state() const {
         const int64_t cur = st.npu_cur == k.rows || st.near_won.on(st.calls) ? -1 : st.npu_cur;
         snprintf(buf, sizeof(buf), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %.17g %.17g %lld %lld", k.op,
                  k.type, (long long) k.k, (long long) k.rows, (long long) k.tokens, (long long) k.experts,
-                 (int) k.repacked, k.nodes, (int) k.per_call, (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
+                 (int) k.repacked, k.nodes, (int) k.per_call | ((int) k.ahead << 1), (long long) st.calls, (long long) cur, (int) st.npu_split, (long long) st.whole_tries,
                  st.hint.fixed_s, st.hint.launch_s, (long long) st.hint.block_rows,
                  (long long) st.hint.launches_per_block);
         std::string out = buf;
@@ -86,7 +86,7 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
             sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
                    &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.nodes, &per_call, &calls, &cur, &split, &tries,
                    &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 17 && rows > 0 && kk > 0 &&
-            tokens > 0 && experts > 0 && (k.nodes == 1 || k.nodes == 2) &&
+            tokens > 0 && experts > 0 && (k.nodes == 1 || k.nodes == 2) && per_call >= 0 && per_call <= 3 &&
             calls >= 0 && cur >= -1 && cur <= rows && tries >= 0 && block >= 0 && lpb >= 0;
         for (int i = 0, more = 0; head_ok && i < launch_cost::max_wide; ++i, used += more) {
             head_ok = sscanf(f[0].c_str() + used, " %lld %lf%n", &wide[i], &st.hint.wide_units[i], &more) == 2 &&
@@ -104,7 +104,8 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
             if (why) *why = "line " + std::to_string(no) + " is not a shape this planner wrote";
             return 0;
         }
-        k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0; k.per_call = per_call != 0;
+        k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0;
+        k.per_call = (per_call & 1) != 0; k.ahead = (per_call & 2) != 0;   // one field: weights per call, begun ahead
         st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
         for (int i = 0; i < launch_cost::max_wide; ++i) st.hint.wide_rows[i] = wide[i];

@@ -46,6 +46,8 @@ class async_worker : public worker {
     virtual void before_start(const multiply & m, row_range rows) { (void) m; (void) rows; }
     // In before_start(): whether the work being begun is driven by the caller's team (begin_driven).
     bool is_driven() const { return driven; }
+    // Whether the caller leaves the thread a core of its own (own_core): it may spin at its hand-offs.
+    bool spins() const { return spin.load(std::memory_order_relaxed); }
 
     // Driven work (begin_driven), on the caller's thread after before_start(): set it up and start the device (a
     // failure is kept for driven_end to return); then finish it, waiting for the device. Only where drivable().

@@ -9,17 +9,18 @@ namespace xdna {
 
 std::string shape_key::str() const {
     char buf[160];
-    snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s%s%s", ggml_op_name((ggml_op) op),
+    snprintf(buf, sizeof(buf), "%s %s%s K=%lld rows=%lld tokens=%lld%s%s%s%s", ggml_op_name((ggml_op) op),
              ggml_type_name((ggml_type) type), repacked ? "(repacked)" : "", (long long) k, (long long) rows,
              (long long) tokens, experts > 1 ? (" experts=" + std::to_string(experts)).c_str() : "",
-             nodes > 1 ? (" x" + std::to_string(nodes)).c_str() : "", per_call ? " weights per call" : "");
+             nodes > 1 ? (" x" + std::to_string(nodes)).c_str() : "", per_call ? " weights per call" : "",
+             ahead ? " begun ahead" : "");
     return buf;
 }
 
 size_t shape_key_hash::operator()(const shape_key & s) const {
     size_t h = 1469598103934665603ull;
     auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked); mix(s.nodes); mix(s.per_call);
+    mix(s.op); mix(s.type); mix(s.k); mix(s.rows); mix(s.tokens); mix(s.experts); mix(s.repacked); mix(s.nodes); mix(s.per_call); mix(s.ahead);
     return h;
 }
 

@@ -32,10 +32,14 @@ struct shape_key {
     // conversion each time, another cost than the same shape's weights kept converted (set by the engine once the
     // workers have described their part, so that the planner learns the two apart)
     bool    per_call = false;
+    // Begun ahead of its turn (multiply::ahead): the NPU's part then costs the multiply only what is left of it at its
+    // turn, another cost than the same shape's at its turn (set by the engine, so that the planner learns the two apart)
+    bool    ahead = false;
 
     bool operator==(const shape_key & o) const {
         return op == o.op && type == o.type && k == o.k && rows == o.rows && tokens == o.tokens &&
-               experts == o.experts && repacked == o.repacked && nodes == o.nodes && per_call == o.per_call;
+               experts == o.experts && repacked == o.repacked && nodes == o.nodes && per_call == o.per_call &&
+               ahead == o.ahead;
     }
     std::string str() const;
     double flops() const { return 2.0 * (double) k * (double) rows * (double) tokens * (double) nodes; }   // all of it
@@ -184,6 +188,10 @@ struct multiply {
     bool                npu_weights_per_call = false;   // past the NPU's cache: converted on every call
     std::shared_ptr<const npu::npu_tiling> npu_choice;
     bf16_converter      convert_bf16;       // empty: not offered (a worker on its own converts on its own thread)
+    // Begun ahead of its turn (compute_engine::run_ahead: at the end of an earlier multiply of the same input, while
+    // the CPU computes what lies between): its result tensors may hold other data until then, so a device worker
+    // keeps its results until worker::release() says they may go in.
+    bool                ahead = false;
     cpu_parallel        on_cpu_threads;     // empty: not offered
 
     bool is_id() const { return node->op == GGML_OP_MUL_MAT_ID; }

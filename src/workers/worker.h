@@ -79,6 +79,12 @@ class worker {
     virtual void step_poll(int ith, int nth) { (void) ith; (void) nth; }
     virtual void step_take(int ith, int nth) { (void) ith; (void) nth; }
 
+    // Work begun ahead of its turn (multiply::ahead): the worker computes its rows as usual but keeps the results
+    // until release(true), when the result tensors are the multiply's and it writes its rows there; release(false)
+    // drops them. Exactly one release() after such a begin(), before its end(). Only a worker that runs_ahead().
+    virtual bool runs_ahead() const { return false; }
+    virtual void release(bool deliver) { (void) deliver; }
+
     // Whether it computes a pair of multiplies as one (multiply::twin): the engine pairs only where every worker does.
     virtual bool takes_pairs() const { return false; }
 

@@ -24,6 +24,17 @@ class ParseLine(unittest.TestCase):
         self.assertEqual(r.workers["npu"].rows, 1347584)
         self.assertEqual(wr.parse_line("ggml-xdna: 22 multiplies; cpu: 5632 rows, 1.158 s").seconds, 0.0)
 
+    def test_multiplies_begun_ahead(self):
+        r = wr.parse_line("ggml-xdna: 772 multiplies in 0.812 s (0.105 s of it where a weight was converted for a "
+                          "device, 168 begun ahead); npu: 1347584 rows, 0.747 s | cpu: 0 rows, 0 s")
+        self.assertEqual(r.ahead, 168)
+        self.assertAlmostEqual(r.first_use_seconds, 0.105)
+        self.assertEqual(r.workers["npu"].rows, 1347584)
+        total = wr.RunReport()
+        total.add(r)
+        total.add(r)
+        self.assertEqual(total.ahead, 336)
+
     def test_three_workers_and_failures(self):
         r = wr.parse_line("ggml-xdna: 10 multiplies; npu: 1536 rows, 0.120 s (2 runs failed, redone on the CPU) "
                           "| gpu: 512 rows, 0.05 s | cpu: 2048 rows, 0.310 s")

@@ -87,6 +87,31 @@ TEST(planner_state, a_planner_that_reads_the_state_plans_as_the_one_that_wrote_i
     EXPECT_EQ(wholes, 0);
 }
 
+// A shape's two flags (its weights converted per call, begun ahead) make four shapes, each kept apart through the trip.
+TEST(planner_state, the_flags_of_a_shape_keep_it_apart_through_the_trip) {
+    split_planner first{ planner_options{} };
+    shape_key base;
+    base.op = GGML_OP_MUL_MAT; base.type = GGML_TYPE_Q4_0; base.k = 1024; base.rows = 1024; base.tokens = 512; base.nodes = 2;
+    double seconds = 1e-3;
+    for (bool per_call : { false, true }) {
+        for (bool ahead : { false, true }) {
+            shape_key k = base;
+            k.per_call = per_call;
+            k.ahead    = ahead;
+            work_record r;
+            r.kind    = worker_kind::cpu;
+            r.rows    = { 0, 512 };
+            r.seconds = seconds += 1e-3;   // each shape its own speed
+            first.learn(k, r);
+        }
+    }
+    const std::string text = first.save_state();
+    split_planner second{ planner_options{} };
+    std::string why;
+    EXPECT_EQ(second.load_state(text, &why), 4u) << why;
+    EXPECT_EQ(second.save_state(), text) << "what was read is what was written";
+}
+
 // A decision to give the NPU every row is not kept (split_planner::save_state): the shape is written as undecided, so
 // that the next process decides it again from its models at its first multiply (no probe), among them the NPU's
 // measured time on every row, which is kept (npu_whole, and its tries: the whole is not tried again).

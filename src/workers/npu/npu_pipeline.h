@@ -71,6 +71,7 @@ struct npu_worker::call {
     bool                     finite = true;
     double                   first_launched = 0.0, last_waited = 0.0;   // when the NPU's part began and ended
     int64_t                  launched = 0, taken = 0;   // the pipeline's progress: launches made, results taken
+    bool                     delivered = false;   // begun ahead: its results go into the result tensors now
     arena_key                arena_key_after;   // what the arena holds once every block is converted
 };
 

@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "convert/xdna_convert.h"
 #include "util/clock.h"
+#include "util/spin.h"
 #include "util/log.h"
 #include "util/trace.h"
 
@@ -328,7 +329,25 @@ work_record npu_worker::call_over(work_record r) {
 }
 
 work_record npu_worker::run(const multiply & m, row_range rows) {
-    return call_over(npu_worker_guard([&] { return run_call(m, rows); }));
+    const work_record r = npu_worker_guard([&] { return run_call(m, rows); });
+    if (m.ahead) wait_release();   // where the call failed before its end: nothing may be written before it
+    return call_over(r);
+}
+
+void npu_worker::release(bool deliver) {
+    {
+        std::lock_guard<std::mutex> lock(release_mu);
+        released_at = now_seconds();
+        release_word.store(deliver ? 1 : 2, std::memory_order_release);
+    }
+    release_cv.notify_all();
+}
+
+int npu_worker::wait_release() {
+    if (spins()) spin_until([this] { return release_word.load(std::memory_order_acquire) != 0; }, 0.002);
+    std::unique_lock<std::mutex> lock(release_mu);
+    release_cv.wait(lock, [this] { return release_word.load(std::memory_order_relaxed) != 0; });
+    return release_word.load(std::memory_order_relaxed);
 }
 
 bool npu_worker::prepare_job(job & j, row_range rows, int64_t ld, std::string * err) {
@@ -368,8 +387,11 @@ void npu_worker::plan_jobs(call & c) const {
             j.n_tokens = x->ne[1];
             j.out.reserve(j.n_tokens);
             j.src.reserve(j.n_tokens);
+            // begun ahead, into its place in `staged` (open_jobs sized it), laid out as the result tensor
+            char * const base   = m.ahead ? (char *) staged[i].data() : (char *) out->data;
+            const size_t stride = m.ahead ? size_t(out->ne[0]) * sizeof(float) : out->nb[1];
             for (int64_t t = 0; t < j.n_tokens; ++t) {
-                j.out.push_back((char *) out->data + t * out->nb[1]);
+                j.out.push_back(base + t * stride);
                 j.src.push_back((const float *) ((const char *) x->data + t * x->nb[1]));
             }
             c.jobs.push_back(std::move(j));
@@ -504,6 +526,11 @@ work_record npu_worker::open_jobs(call & c, const multiply & m, row_range rows, 
     if (!m.npu_choice) return work_record::failed(work_failure::no_kernel, "the multiply was not described for the NPU");
     c.m    = &m;
     c.rows = rows;
+    if (m.ahead) {
+        if (m.is_id()) return work_record::failed(work_failure::unsupported, "a MUL_MAT_ID begun ahead");
+        staged.resize(m.nodes());
+        for (int i = 0; i < m.nodes(); ++i) staged[i].resize(size_t(ggml_nelements(m.node_at(i))));
+    }
     plan_jobs(c);
     if (c.jobs.empty()) return work_record();
     trace::scope tw("weights");
@@ -586,7 +613,8 @@ work_record npu_worker::run_call(const multiply & m, row_range rows) {
         return res;
     }
     run_pipeline(c);
-    return close_call(c, t0);
+    const work_record r = close_call(c, t0);
+    return m.ahead ? finish_ahead(c, r) : r;
 }
 
 }  // namespace xdna

@@ -65,6 +65,9 @@ class npu_worker final : public async_worker {
     void step_take(int ith, int nth) override;
     // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
     bool prepare_ahead(const multiply & m) override;
+    // a dense multiply begun ahead of its turn keeps its results until release() (deliver_ahead)
+    bool runs_ahead() const override { return true; }
+    void release(bool deliver) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
     void     leave_parts_to_lent_threads(bool on) { helper.leave_parts_to_lent_threads(on); }   // for tests
 
@@ -126,6 +129,11 @@ class npu_worker final : public async_worker {
     void drain();                  // every run in flight waited for, or parked after a timeout (its buffers let go)
     bool too_many_parked() const;  // max_parked runs or more still on the NPU after timeouts (said once)
     work_record close_call(call & c, double t0);
+    // multiply::ahead: release()'s word, waited for (1: deliver, 2: drop); the kept rows copied into the result
+    // tensors, which the rest of the call then writes straight into; the call's end, delivered as told
+    int  wait_release();
+    void deliver_kept(call & c);
+    work_record finish_ahead(call & c, work_record r);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const launch & bl);
     bool convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
@@ -195,6 +203,14 @@ class npu_worker final : public async_worker {
     void spare_loop(int index);
     void wake_spares();   // before_start: the spares wanted serve the call begun
     void stop_spares();
+
+    // A multiply begun ahead (multiply::ahead): its results, per job, laid out as its result tensor (rows of each
+    // token), where the pipeline writes them until release() lets them go into the result tensors
+    std::vector<std::vector<float>> staged;
+    std::mutex                   release_mu;
+    std::condition_variable      release_cv;
+    double                       released_at = 0.0;     // under release_mu
+    std::atomic<int>             release_word{ 0 };     // 0: not yet; 1: deliver; 2: drop (written under release_mu)
 
     std::unique_ptr<driven_call> drive;   // the call the CPU worker's team drives, from begin_driven to end()
     std::unique_ptr<call>        early;   // what set_up() opened of the call begun (worker thread), for run_call

@@ -1,7 +1,8 @@
 """What each worker did: the lines the plugin appends to GGML_XDNA_REPORT at the end of each run.
 
-    ggml-xdna: 22 multiplies in 0.350 s (0.020 s of it where a weight was converted for a device); npu: 1536 rows,
-        0.120 s | cpu: 4096 rows, 0.310 s   (one line; "in ... s (...)" is left out by plugins before it)
+    ggml-xdna: 22 multiplies in 0.350 s (0.020 s of it where a weight was converted for a device, 4 begun ahead); npu:
+        1536 rows, 0.120 s | cpu: 4096 rows, 0.310 s   (one line; "in ... s (...)" is left out by plugins before it,
+        ", N begun ahead" by those before that)
     ggml-xdna: 22 multiplies; npu: 256 rows, 0.040 s (2 runs failed, redone on the CPU) | cpu: 5376 rows, 0.5 s
     ggml-xdna: 3 multiplies; no rows
     ggml-xdna: 22 multiplies; npu: 1536 rows, 0.120 s (device busy 70%) (driven by the CPU's team in 11 runs, 30 results
@@ -13,7 +14,8 @@ import re
 from dataclasses import dataclass, field
 
 _LINE_RE = re.compile(r"^ggml-xdna: (\d+) multiplies"
-                      r"(?: in ([0-9.eE+-]+) s \(([0-9.eE+-]+) s of it where a weight was converted for a device\))?; (.*)$")
+                      r"(?: in ([0-9.eE+-]+) s \(([0-9.eE+-]+) s of it where a weight was converted for a device"
+                      r"(?:, (\d+) begun ahead)?\))?; (.*)$")
 _PART_RE = re.compile(r"^([a-z]+): (\d+) rows, ([0-9.eE+-]+) s(?: \(device busy (\d+)%\))?"
                       r"(?: \(driven by the CPU's team in \d+ runs, \d+ results taken between its slices"
                       r"(?: in [0-9.eE+-]+ s)?\))?"
@@ -36,6 +38,7 @@ class RunReport:
     multiplies: int = 0
     seconds: float = 0.0             # the multiplies' own time, where the plugin reports it
     first_use_seconds: float = 0.0   # of it, the multiplies in which a weight was converted for a device
+    ahead: int = 0                   # multiplies the NPU began ahead of their turn (the plugin's run_ahead)
     workers: dict = field(default_factory=dict)   # name -> WorkerTotals, in first-seen order
 
     def add(self, other):
@@ -43,6 +46,7 @@ class RunReport:
         self.multiplies += other.multiplies
         self.seconds += other.seconds
         self.first_use_seconds += other.first_use_seconds
+        self.ahead += other.ahead
         for name, t in other.workers.items():
             mine = self.workers.setdefault(name, WorkerTotals())
             mine.rows += t.rows
@@ -76,8 +80,8 @@ def parse_line(line):
     if not m:
         raise ValueError(f"not a ggml-xdna report line: {line.strip()!r}")
     rep = RunReport(lines=1, multiplies=int(m.group(1)), seconds=float(m.group(2) or 0.0),
-                    first_use_seconds=float(m.group(3) or 0.0))
-    body = m.group(4).strip()
+                    first_use_seconds=float(m.group(3) or 0.0), ahead=int(m.group(4) or 0))
+    body = m.group(5).strip()
     if body == "no rows":
         return rep
     for part in body.split(" | "):
