@@ -335,8 +335,7 @@ void compute_engine::plan_call(call & c, split_planner & planner, const std::vec
 }
 
 void compute_engine::run_ahead(const ggml_tensor * node, const ggml_tensor * twin) {
-    drop_held_ahead();
-    drop_ahead();
+    drop_ahead();   // one at a time (after a compute(), which took or dropped any, there is none)
     if (node->op != GGML_OP_MUL_MAT || claim_tokens(node) < min_batch || team_drives()) return;
     std::unique_ptr<ahead_call> a(new ahead_call);
     call & c = a->c;

@@ -82,25 +82,56 @@ void npu_worker::before_start(const multiply & m, row_range rows) {
     staged_unsynced = !synced.load(std::memory_order_relaxed);   // then synced on the worker's thread, block by block
 }
 
-// body(p, t_begin, t_end) for each part p of n tokens, on the worker's thread and the lent ones (lent_threads::share:
-// one lent a moment late takes what is left). A part's failure is thrown here once every part is done, so that none
-// is left writing into a buffer the worker goes on to reuse.
-template <class F> void npu_worker::on_lent_threads(int64_t n, int64_t parts, F && body) {
-    if (parts <= 1) {
-        body(int64_t(0), int64_t(0), n);
-        return;
-    }
-    std::vector<std::string> err(parts);
-    helper.share((int) parts, [&](int p) {
-        try {
-            body(int64_t(p), n * p / parts, n * (p + 1) / parts);
-        } catch (const std::exception & e) {
-            err[p] = e.what();
+// Every launch of the call, in order: job, token block, K block, row block (fastest); a pair's two jobs, which read
+// the same activations, as one, the second's row blocks after the first's for each block of activations. Consecutive
+// launches then share their activations, and the partial sums over K go straight into the result rows, the first K
+// block writing them and the others adding, in K order. Each activation block gets its place in the arena; it is
+// converted when the first launch that reads it is prepared.
+void npu_worker::place_activations(call & c) {
+    int64_t a_blocks = 0;
+    const int64_t n_jobs = (int64_t) c.jobs.size(), group = c.m->is_id() ? 1 : n_jobs;   // jobs of one input
+    for (int64_t j0 = 0; j0 < n_jobs; j0 += group) {
+        const int64_t token_blocks = (c.jobs[j0].n_tokens + c.tb - 1) / c.tb;
+        for (int64_t tbi = 0; tbi < token_blocks; ++tbi) {
+            for (int64_t kbi = 0; kbi < c.k_blocks; ++kbi, ++a_blocks) {
+                for (int64_t ji = j0; ji < j0 + group; ++ji) {
+                    for (int64_t rbi = 0; rbi < (int64_t) c.row_blocks.size(); ++rbi) {
+                        c.launches.push_back({ ji, tbi, rbi, kbi, a_blocks });
+                    }
+                }
+            }
         }
-    });
-    for (const std::string & e : err) {
-        if (!e.empty()) throw npu_error(npu_errc::buffer, e);
     }
+    const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
+    // a dense multiply whose input the arena already holds (gate after up): nothing to convert
+    const arena_key key = c.m->is_id() ? arena_key() : input_key(c.m->node->src[1], c.tb, c.kb, c.ld, a_blocks);
+    const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
+    const int64_t k_held = arena_k_held;   // of each token block, its first K blocks (before_start's)
+    arena_holds = arena_key();   // until the new contents are complete
+    // room for every block, up to `arena_cap` of pinned memory (a mixture of experts' call has hundreds of blocks):
+    // past that, or where the locked-memory limit refuses more, the places are reused in turn
+    const size_t want = std::max(size_t(depth) * block_bytes, std::min(size_t(a_blocks) * block_bytes, arena_cap));
+    if (!reserve_arena(*c.kn, want) && act_arena.size() < size_t(min_depth) * block_bytes) {
+        throw npu_error(npu_errc::buffer, "no NPU buffer for the activations (locked-memory limit?)");
+    }
+    c.places = std::min<int64_t>(a_blocks, int64_t(act_arena.size() / block_bytes));
+    // places reused in turn: a run in flight per place at most, so that none is overwritten while a run reads it
+    c.depth = c.places < a_blocks ? std::min<int64_t>(depth, c.places) : depth;
+    if (w8 && act_scales.size() < size_t(a_blocks * c.tb)) act_scales.resize(size_t(a_blocks * c.tb));
+    c.a_views.clear();
+    for (int64_t p = 0; p < c.places; ++p) c.a_views.push_back(act_arena.view(size_t(p) * block_bytes, block_bytes));
+    c.a_held.assign(c.places, -1);
+    const bool staged = staged_unsynced;
+    staged_unsynced = false;
+    if (held && c.places == a_blocks) {
+        if (staged) c.a_unsynced.assign(c.places, 0);
+        for (int64_t p = 0; p < c.places; ++p) {
+            if (p % c.k_blocks >= k_held) continue;   // block p is (token block p / k_blocks, K block p % k_blocks)
+            c.a_held[p] = p;
+            if (staged) c.a_unsynced[p] = 1;
+        }
+    }
+    c.arena_key_after = key;
 }
 
 // The activation block `bl` reads: the real tokens of its token block, its K block of each (columns past K zero),
@@ -234,49 +265,6 @@ bool npu_worker::take_tokens(call & c, slot & s, int64_t i, int64_t t_begin, int
         }
     }
     return finite;
-}
-
-// A multiply begun ahead (multiply::ahead), once release() says deliver: the worker's rows kept so far (its blocks
-// taken, and whatever the rest hold, which their takes overwrite or add to) are copied into the result tensors, on
-// the lent threads, and the takes still to come write there. Mid-pipeline where the release comes first (the NPU
-// then computes the rest meanwhile), else at the call's end.
-void npu_worker::deliver_kept(call & c) {
-    trace::scope ts("deliver results", c.rows.size());
-    const multiply & m = *c.m;
-    const int64_t tokens = m.node->src[1]->ne[1];
-    on_lent_threads(tokens, std::clamp<int64_t>(tokens / 32, 1, helper.present() + 1), [&](int64_t, int64_t t_begin, int64_t t_end) {
-        for (int i = 0; i < m.nodes(); ++i) {
-            const ggml_tensor * out = m.node_at(i);
-            const float * kept = staged[i].data() + c.rows.begin;
-            for (int64_t t = t_begin; t < t_end; ++t) {
-                memcpy((char *) out->data + t * out->nb[1] + c.rows.begin * sizeof(float), kept + t * out->ne[0],
-                       size_t(c.rows.size()) * sizeof(float));
-            }
-        }
-    });
-    for (int i = 0; i < m.nodes(); ++i) {   // a dense multiply: job i is node i
-        const ggml_tensor * out = m.node_at(i);
-        for (int64_t t = 0; t < c.jobs[i].n_tokens; ++t) c.jobs[i].out[t] = (char *) out->data + t * out->nb[1];
-    }
-    c.delivered = true;
-}
-
-// The end of a call begun ahead: its rows delivered (release(true)) or dropped. Its time is what the multiply waited
-// for once it was its turn: from the release on (what the planner learns of the NPU's part there).
-work_record npu_worker::finish_ahead(call & c, work_record r) {
-    if (wait_release() != 1 || !r.ok()) return r;
-    if (!c.delivered) deliver_kept(c);
-    double t0 = 0.0;
-    {
-        std::lock_guard<std::mutex> lock(release_mu);
-        t0 = released_at;
-    }
-    // no part of it is fixed any more: its set-up and first dispatch came before its turn (a fixed part left in the
-    // planner's model from earlier multiplies of the shape, not begun ahead, would make its rows look dearer than they
-    // are: -t 8, auto kept K and V at 768 NPU rows, the CPU's 256 taking 1.4 ms against the NPU's 0.6)
-    r.seconds       = std::max(0.0, now_seconds() - t0);
-    r.fixed_seconds = 0.0;
-    return r;
 }
 
 // The pipeline: a run in flight per slot. While the NPU computes the next launches (queued behind each other, so it

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace xdna {
@@ -106,6 +107,27 @@ template <class F> work_record npu_worker_guard(F && fn) {
                                    : work_failure::device_run, e.what());
     } catch (const std::exception & e) {
         return work_record::failed(work_failure::device_run, e.what());
+    }
+}
+
+// body(p, t_begin, t_end) for each part p of n tokens, on the worker's thread and the lent ones (lent_threads::share:
+// one lent a moment late takes what is left). A part's failure is thrown here once every part is done, so that none
+// is left writing into a buffer the worker goes on to reuse.
+template <class F> void npu_worker::on_lent_threads(int64_t n, int64_t parts, F && body) {
+    if (parts <= 1) {
+        body(int64_t(0), int64_t(0), n);
+        return;
+    }
+    std::vector<std::string> err(parts);
+    helper.share((int) parts, [&](int p) {
+        try {
+            body(int64_t(p), n * p / parts, n * (p + 1) / parts);
+        } catch (const std::exception & e) {
+            err[p] = e.what();
+        }
+    });
+    for (const std::string & e : err) {
+        if (!e.empty()) throw npu_error(npu_errc::buffer, e);
     }
 }
 

@@ -8,7 +8,6 @@
 #include "config/config.h"
 #include "convert/xdna_convert.h"
 #include "util/clock.h"
-#include "util/spin.h"
 #include "util/log.h"
 #include "util/trace.h"
 
@@ -334,22 +333,6 @@ work_record npu_worker::run(const multiply & m, row_range rows) {
     return call_over(r);
 }
 
-void npu_worker::release(bool deliver) {
-    {
-        std::lock_guard<std::mutex> lock(release_mu);
-        released_at = now_seconds();
-        release_word.store(deliver ? 1 : 2, std::memory_order_release);
-    }
-    release_cv.notify_all();
-}
-
-int npu_worker::wait_release() {
-    if (spins()) spin_until([this] { return release_word.load(std::memory_order_acquire) != 0; }, 0.002);
-    std::unique_lock<std::mutex> lock(release_mu);
-    release_cv.wait(lock, [this] { return release_word.load(std::memory_order_relaxed) != 0; });
-    return release_word.load(std::memory_order_relaxed);
-}
-
 bool npu_worker::prepare_job(job & j, row_range rows, int64_t ld, std::string * err) {
     const ggml_tensor * w = j.w;
     const int64_t expert = j.expert;
@@ -431,58 +414,6 @@ void npu_worker::plan_jobs(call & c) const {
         row0 += block_rows;
     });
     c.a_elem = w8 ? 1 : 2;
-}
-
-// Every launch of the call, in order: job, token block, K block, row block (fastest); a pair's two jobs, which read
-// the same activations, as one, the second's row blocks after the first's for each block of activations. Consecutive
-// launches then share their activations, and the partial sums over K go straight into the result rows, the first K
-// block writing them and the others adding, in K order. Each activation block gets its place in the arena; it is
-// converted when the first launch that reads it is prepared.
-void npu_worker::place_activations(call & c) {
-    int64_t a_blocks = 0;
-    const int64_t n_jobs = (int64_t) c.jobs.size(), group = c.m->is_id() ? 1 : n_jobs;   // jobs of one input
-    for (int64_t j0 = 0; j0 < n_jobs; j0 += group) {
-        const int64_t token_blocks = (c.jobs[j0].n_tokens + c.tb - 1) / c.tb;
-        for (int64_t tbi = 0; tbi < token_blocks; ++tbi) {
-            for (int64_t kbi = 0; kbi < c.k_blocks; ++kbi, ++a_blocks) {
-                for (int64_t ji = j0; ji < j0 + group; ++ji) {
-                    for (int64_t rbi = 0; rbi < (int64_t) c.row_blocks.size(); ++rbi) {
-                        c.launches.push_back({ ji, tbi, rbi, kbi, a_blocks });
-                    }
-                }
-            }
-        }
-    }
-    const size_t block_bytes = size_t(c.tb) * c.kb * c.a_elem;
-    // a dense multiply whose input the arena already holds (gate after up): nothing to convert
-    const arena_key key = c.m->is_id() ? arena_key() : input_key(c.m->node->src[1], c.tb, c.kb, c.ld, a_blocks);
-    const bool held = key.data && key == arena_holds && act_arena.size() >= size_t(a_blocks) * block_bytes;
-    const int64_t k_held = arena_k_held;   // of each token block, its first K blocks (before_start's)
-    arena_holds = arena_key();   // until the new contents are complete
-    // room for every block, up to `arena_cap` of pinned memory (a mixture of experts' call has hundreds of blocks):
-    // past that, or where the locked-memory limit refuses more, the places are reused in turn
-    const size_t want = std::max(size_t(depth) * block_bytes, std::min(size_t(a_blocks) * block_bytes, arena_cap));
-    if (!reserve_arena(*c.kn, want) && act_arena.size() < size_t(min_depth) * block_bytes) {
-        throw npu_error(npu_errc::buffer, "no NPU buffer for the activations (locked-memory limit?)");
-    }
-    c.places = std::min<int64_t>(a_blocks, int64_t(act_arena.size() / block_bytes));
-    // places reused in turn: a run in flight per place at most, so that none is overwritten while a run reads it
-    c.depth = c.places < a_blocks ? std::min<int64_t>(depth, c.places) : depth;
-    if (w8 && act_scales.size() < size_t(a_blocks * c.tb)) act_scales.resize(size_t(a_blocks * c.tb));
-    c.a_views.clear();
-    for (int64_t p = 0; p < c.places; ++p) c.a_views.push_back(act_arena.view(size_t(p) * block_bytes, block_bytes));
-    c.a_held.assign(c.places, -1);
-    const bool staged = staged_unsynced;
-    staged_unsynced = false;
-    if (held && c.places == a_blocks) {
-        if (staged) c.a_unsynced.assign(c.places, 0);
-        for (int64_t p = 0; p < c.places; ++p) {
-            if (p % c.k_blocks >= k_held) continue;   // block p is (token block p / k_blocks, K block p % k_blocks)
-            c.a_held[p] = p;
-            if (staged) c.a_unsynced[p] = 1;
-        }
-    }
-    c.arena_key_after = key;
 }
 
 // On the caller's thread, the worker idle: the weights the run would convert on first use are converted by the CPU

@@ -65,7 +65,7 @@ class npu_worker final : public async_worker {
     void step_take(int ith, int nth) override;
     // converts the weight into the cache now (convert_weights_on_cpu), as before_start would at its next multiply
     bool prepare_ahead(const multiply & m) override;
-    // a dense multiply begun ahead of its turn keeps its results until release() (deliver_ahead)
+    // a dense multiply begun ahead of its turn keeps its results until release() (npu_ahead.cpp)
     bool runs_ahead() const override { return true; }
     void release(bool deliver) override;
     uint64_t shared_takes() const { return helper.pieces_shared(); }  // results split among lent threads
