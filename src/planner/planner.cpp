@@ -54,8 +54,9 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
             launch.push_back(o.model[NPU].slope() / o.hint.launch_s);
             fixed.push_back(o.npu_fixed.slope() / o.hint.fixed_s);
         }
+        // (of the shapes at their turn: begun ahead, the whole is what is left of it at the turn, npu_wait)
         const double o_model = npu_time(o, k.rows);
-        if (o.npu_whole.samples() >= 2 && o_model > 0.0) whole.push_back(o.npu_whole.slope() / o_model);
+        if (!k.ahead && o.npu_whole.samples() >= 2 && o_model > 0.0) whole.push_back(o.npu_whole.slope() / o_model);
     }
     // only what the shape has not measured itself: its own first measurement replaces a seed
     if (!along.empty() && st.model[CPU].samples() == 0) st.model[CPU].set_prior(0.0, median_of(along) * flop_row, false);
@@ -71,7 +72,7 @@ void split_planner::seed_from_others(const shape_key & key, shape_state & st) co
     }
     // a start only: where it does not make the whole the best split but puts it close, the whole is still tried
     // (a prior the shape never measures would keep a pessimistic guess for good)
-    if (!whole.empty() && st.npu_whole.samples() == 0 && st.model[NPU].known()) {
+    if (!whole.empty() && !key.ahead && st.npu_whole.samples() == 0 && st.model[NPU].known()) {
         st.npu_whole.set_prior(0.0, median_of(whole) * npu_time(st, key.rows), false);
     }
     // seeded for good once the shape has measured the NPU and the CPU itself, and the CPU alone (or has it seeded)
@@ -89,6 +90,12 @@ double split_planner::npu_time(const shape_state & st, int64_t rows) const {
     if (rows <= 0) return 0.0;
     const double t = st.model[NPU].predict(npu_work(st, rows));
     return st.npu_split ? st.npu_fixed.slope() + t : t;
+}
+
+double split_planner::npu_wait(const shape_state & st, int64_t rows) const {
+    const double t = npu_time(st, rows);
+    // done before its turn, the multiply waits only for the kept rows' copy: not modelled (every row is then best)
+    return st.npu_head.known() && rows > 0 ? std::max(0.0, t - st.npu_head.slope()) : t;
 }
 
 const cost_model & split_planner::cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const {
@@ -155,7 +162,7 @@ double split_planner::makespan(const shape_state & st, int64_t n, int64_t r, con
                                double p_alone) const {
     if (r == n && st.npu_whole.known()) return st.npu_whole.slope();
     if (r == 0) return (double) n * p_alone + p.fixed_alone;
-    return std::max(npu_time(st, r), p.time(n - r));
+    return std::max(npu_wait(st, r), p.time(n - r));
 }
 
 int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t step, const rest_cost & p,
@@ -168,7 +175,7 @@ int64_t split_planner::best_npu_rows(const shape_state & st, int64_t n, int64_t 
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
         const int64_t r = rows_of(mid);
-        if (npu_time(st, r) >= p.time(n - r)) hi = mid; else lo = mid + 1;
+        if (npu_wait(st, r) >= p.time(n - r)) hi = mid; else lo = mid + 1;
     }
     // the crossing's two neighbours, every row (the NPU whole may be faster than its model of a part), and no NPU at
     // all (the others then run alone); of a part only, the neighbours short of every row
@@ -353,9 +360,12 @@ void split_planner::learn(const shape_key & key, const work_record & r) {
         st.model[NPU].forget();
         st.npu_fixed.forget();
     }
+    const double head_s = k == NPU && r.head_seconds >= 0.0 ? r.head_seconds : -1.0;
+    if (head_s >= 0.0) st.npu_head.add(1.0, std::max(head_s, 1e-9));
     if (k == NPU && rows == key.rows && key.rows > 0) {
-        // every row on the NPU: learned apart (npu_whole), not as a part of the rows
-        st.npu_whole.add(1.0, seconds);
+        // every row on the NPU: learned apart (npu_whole), not as a part of the rows; begun ahead, what the multiply
+        // waited for of it (done before its turn: next to nothing, the kept rows' copy)
+        st.npu_whole.add(1.0, head_s >= 0.0 ? std::max(seconds - head_s, 1e-6) : seconds);
     } else if (k == NPU && fixed_s >= 0.0 && std::isfinite(seconds)) {
         if (st.part_probe && st.npu_split && seconds < npu_time(st, rows)) {
             // a part measured again while the NPU is on every row, faster than its models say: they rest on older

@@ -185,6 +185,10 @@ class split_planner {
         // says (measured, -t 8, emulated NPU at 3,140 GFLOP/s: share 1 at 1,122 prompt tokens/s against auto at
         // 1,004 with the NPU at 82% of the rows). Learned with x = 1: its slope is the time of all rows.
         cost_model    npu_whole;
+        // Begun ahead of its turn (shape_key::ahead): the NPU's head start, from its start to the multiply's turn
+        // (work_record::head_seconds; x = 1: its slope is the typical head start). Its part then costs the multiply
+        // what is left of its time at its turn (npu_wait); npu_whole holds that of every row.
+        cost_model    npu_head;
         int64_t       whole_tries = 0;      // multiplies given to the NPU whole to learn npu_whole
         int64_t       whole_walls = 0;      // and in this process to time the whole's multiplies (not kept)
         // Seeded from the other shapes (seed_from_others) while it is young: the CPU alone, measured once per
@@ -277,6 +281,8 @@ class split_planner {
     void    seed_from_others(const shape_key & key, shape_state & st) const;
     double  npu_work(const shape_state & st, int64_t rows) const;
     double  npu_time(const shape_state & st, int64_t rows) const;   // predicted; 0 for no rows
+    // what the multiply waits for the NPU's part from its turn: npu_time less the head start of a multiply begun ahead
+    double  npu_wait(const shape_state & st, int64_t rows) const;
     std::string plan_line(const shape_key & key, const shape_state & st, const int64_t rows[3], plan_reason why,
                           const bool has[3]) const;
 

@@ -134,7 +134,7 @@ int64_t split_planner::measured_npu_rows(shape_state & st, int64_t n, int64_t st
     if (has_cpu && !has_gpu && r < n) {
         const bool split_timed = st.wall_rows == r && st.wall_split.n >= opts.outcome_samples;
         const bool to_learn = st.npu_whole.samples() < 2 && st.whole_tries < 2 &&
-                              (npu_time(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||
+                              (npu_wait(st, n) <= opts.whole_try * makespan(st, n, r, p, p_alone) ||
                                (cpu_sliced && (double) r >= opts.whole_share * (double) n && split_timed));
         const bool to_time = !to_learn && ready && st.wall_whole.n < 2 && st.whole_walls < 2 &&
                              st.npu_whole.samples() >= 2 && split_timed &&

@@ -55,7 +55,7 @@ std::string split_planner::plan_line(const shape_key & key, const shape_state & 
     for (int k : { NPU, GPU, CPU }) {
         const cost_model & m = k == CPU ? cpu_model(st, has[GPU], rows[NPU] > 0) : st.model[k];
         if (!has[k] || rows[k] == 0 || !m.known()) continue;
-        const double t = k == NPU ? npu_time(st, rows[k]) : k == GPU ? gpu_time(st, rows[k]) : m.predict((double) rows[k]);
+        const double t = k == NPU ? npu_wait(st, rows[k]) : k == GPU ? gpu_time(st, rows[k]) : m.predict((double) rows[k]);
         line += std::string("; ") + worker_kind_name((worker_kind) k) + " ~" + fmt_seconds(t);
     }
     return line + ")";
@@ -101,6 +101,7 @@ std::vector<std::string> split_planner::shape_report() const {
             l += " " + name + " " + fmt_seconds(icpt) + " + " + fmt_seconds(m.slope()) +
                  (launches ? "/launch" : "/row") + ",";
         }
+        if (st.npu_head.samples() > 0) l += " begun " + fmt_seconds(st.npu_head.slope()) + " ahead,";
         l += " " + std::to_string(st.calls) + " multiplies, " + std::to_string(st.changes) + " share changes";
         if (st.kept_out.times) l += ", kept out " + std::to_string(st.kept_out.times) + " times as measured slower";
         if (st.whole_won.times) l += ", every row " + std::to_string(st.whole_won.times) + " times as measured faster so";

@@ -13,7 +13,9 @@ namespace xdna {
 
 namespace {
 
-constexpr int n_models = 7;   // model[NPU], model[GPU], model[CPU], npu_fixed, cpu_alone, cpu_all, npu_whole
+// model[NPU], model[GPU], model[CPU], npu_fixed, cpu_alone, cpu_all, npu_whole, npu_head; a file of before the head
+// start (npu_head) has the first seven
+constexpr int n_models = 8, n_models_before_head = 7;
 
 // the split's text into its fields
 std::vector<std::string> split_fields(const std::string & line) {
@@ -58,7 +60,7 @@ std::string split_planner::save_state() const {
         snprintf(buf, sizeof(buf), " %lld", (long long) st.hint.part_of);
         out += buf;
         for (const cost_model * m : { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
-                                      &st.cpu_all, &st.npu_whole }) {
+                                      &st.cpu_all, &st.npu_whole, &st.npu_head }) {
             out += " | " + m->save();
         }
         lines.push_back(out + "\n");
@@ -81,8 +83,9 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         int repacked = 0, per_call = 0, split = 0, used = 0;
         long long kk, rows, tokens, experts, calls, cur, tries, block, lpb;
         long long wide[launch_cost::max_wide] = {};
+        const int models = (int) f.size() - 1;
         bool head_ok =
-            f.size() == 1 + n_models &&
+            (models == n_models || models == n_models_before_head) &&
             sscanf(f[0].c_str(), "shape %d %d %lld %lld %lld %lld %d %d %d %lld %lld %d %lld %lf %lf %lld %lld%n", &k.op,
                    &k.type, &kk, &rows, &tokens, &experts, &repacked, &k.nodes, &per_call, &calls, &cur, &split, &tries,
                    &st.hint.fixed_s, &st.hint.launch_s, &block, &lpb, &used) == 17 && rows > 0 && kk > 0 &&
@@ -98,14 +101,17 @@ size_t split_planner::load_state(const std::string & text, std::string * why) {
         head_ok = head_ok && used + more == (int) f[0].size();
         bool models_ok = head_ok;
         cost_model * ms[n_models] = { &st.model[NPU], &st.model[GPU], &st.model[CPU], &st.npu_fixed, &st.cpu_alone,
-                                      &st.cpu_all, &st.npu_whole };
-        for (int i = 0; models_ok && i < n_models; ++i) models_ok = ms[i]->load(f[1 + i]);
+                                      &st.cpu_all, &st.npu_whole, &st.npu_head };
+        for (int i = 0; models_ok && i < models; ++i) models_ok = ms[i]->load(f[1 + i]);
         if (!models_ok) {
             if (why) *why = "line " + std::to_string(no) + " is not a shape this planner wrote";
             return 0;
         }
         k.k = kk; k.rows = rows; k.tokens = tokens; k.experts = experts; k.repacked = repacked != 0;
         k.per_call = (per_call & 1) != 0; k.ahead = (per_call & 2) != 0;   // one field: weights per call, begun ahead
+        // begun ahead, from before the head start was learned apart: its NPU model is another time (from the
+        // multiply's turn on), not the NPU's own; learned afresh
+        if (k.ahead && models == n_models_before_head) continue;
         st.calls = calls; st.npu_cur = cur; st.npu_split = split != 0; st.whole_tries = tries;
         st.hint.block_rows = block; st.hint.launches_per_block = lpb;
         for (int i = 0; i < launch_cost::max_wide; ++i) st.hint.wide_rows[i] = wide[i];

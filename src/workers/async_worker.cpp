@@ -143,6 +143,7 @@ void async_worker::loop() {
             const double woke = std::max(0.0, t0 - handed);
             r.seconds += woke;
             if (r.fixed_seconds >= 0.0) r.fixed_seconds += woke;
+            if (r.head_seconds >= 0.0) r.head_seconds += woke;
             lock.lock();
             result = r;
             done   = true;

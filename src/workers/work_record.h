@@ -56,6 +56,9 @@ struct work_record {
     // the part of `seconds` spent on work done once for good (converting a weight into the NPU's cache): a cost of
     // the first use, not of the multiply, which the planner must not learn from
     double       once_seconds = 0.0;
+    // Begun ahead of its turn (multiply::ahead): the part of `seconds` before the multiply's turn, which it no longer
+    // waits for (the NPU: from its start to its release); < 0: run at its turn
+    double       head_seconds = -1.0;
     // Driven by the CPU worker's team (worker::begin_driven): the part of the team's time spent on this worker's host
     // work between its own slices of rows, which the CPU's time then includes and must not be learned as its own
     double       team_seconds = 0.0;

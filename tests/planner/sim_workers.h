@@ -37,6 +37,11 @@ struct sim_worker {
     bool    sliced = false;      // CPU: its rows are cut into slices beside the NPU (plan_worker::sliced)
     bool    reports_fixed = false;   // the worker measures its fixed part apart (work_record::fixed_seconds)
     double  whole = 1.0;         // NPU: time multiplier when it takes every row (the CPU's threads then help it)
+    double  head_s = 0.0;        // NPU begun ahead: this long before the multiply's turn (work_record::head_seconds),
+                                 // which then waits only for what is left of its time
+
+    // what the multiply waits for of a worker's time `t`: the NPU's less its head start
+    double  waited(double t) const { return kind == worker_kind::npu && head_s > 0.0 ? std::max(0.0, t - head_s) : t; }
 
     // its time for `rows` of a multiply of `n` rows: an NPU given every row, times `whole`
     double time_of(int64_t rows, bool npu_along, int64_t n) const {
@@ -173,7 +178,7 @@ class simulation {
         for (size_t i = 0; i < workers.size(); ++i) {
             const int64_t rows = r.ranges[i].size();
             const double  t    = time_of(i, rows, npu_along);
-            r.makespan = std::max(r.makespan, t);
+            r.makespan = std::max(r.makespan, workers[i].waited(t));
             if (workers[i].kind == worker_kind::npu) {
                 r.npu_rows = rows;
                 r.reprobe  = r.decision >= 0 && rows != r.decision;
@@ -182,7 +187,9 @@ class simulation {
             double measured = t * (noise > 0.0 ? u(rng) : 1.0);
             if (outlier) measured *= outlier(calls, workers[i].kind);
             const double fixed = workers[i].reports_fixed ? workers[i].fixed_s * measured / t : -1.0;
-            planner.learn(key, work_record::measured(workers[i].kind, rows, measured, fixed));
+            work_record rec = work_record::measured(workers[i].kind, rows, measured, fixed);
+            if (workers[i].kind == worker_kind::npu && workers[i].head_s > 0.0) rec.head_seconds = workers[i].head_s;
+            planner.learn(key, rec);
         }
         // a draw per split, as the CPU's regrouping (a cost since removed) took one: the noise every simulation sees,
         // and the bounds its tests were set against, stay the same (the sweep's worst case moves past them otherwise)
@@ -198,7 +205,7 @@ class simulation {
     double makespan(const std::vector<row_range> & ranges) const {
         double m = 0.0;
         const bool npu_along = npu_rows_in(ranges) > 0;
-        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, time_of(i, ranges[i].size(), npu_along));
+        for (size_t i = 0; i < workers.size(); ++i) m = std::max(m, workers[i].waited(time_of(i, ranges[i].size(), npu_along)));
         return m + (wall_extra ? wall_extra(npu_rows_in(ranges)) : 0.0);
     }
 
@@ -230,7 +237,7 @@ class simulation {
         int64_t a_rest = 1;
         for (const sim_worker & s : workers) { step = std::lcm(step, s.align); if (s.kind != worker_kind::npu) a_rest = std::lcm(a_rest, s.align); }
         int64_t npu_r = 0;   // the NPU's rows of the split being timed: the others are slower next to it
-        auto t = [&](const sim_worker * s, int64_t r) { return s ? s->time_of(r, npu_r > 0, n) : (r > 0 ? 1e30 : 0.0); };
+        auto t = [&](const sim_worker * s, int64_t r) { return s ? s->waited(s->time_of(r, npu_r > 0, n)) : (r > 0 ? 1e30 : 0.0); };
         double best = std::numeric_limits<double>::max();
         std::vector<int64_t> cands;
         for (int64_t r = 0; r < n; r += step) cands.push_back(r);

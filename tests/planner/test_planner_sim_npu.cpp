@@ -133,6 +133,27 @@ TEST(planner_sim, converges_beside_the_silicon_modelled_npu) {
     }
 }
 
+// A multiply begun ahead (K and V at Q's end): the NPU's head start is learned apart from its time
+// (work_record::head_seconds), and the split is the one whose parts end first from the multiply's turn, the NPU's being
+// what is left of its time then. From a head start of a fifth of the NPU's time on every row, where the split still
+// gives the CPU rows, to one longer than that time, where every row goes to the NPU and the multiply waits for next to
+// nothing; the optimum is brute force over every split with the head start taken off the NPU's time.
+TEST(planner_sim, a_multiply_begun_ahead_is_split_by_what_is_left_at_its_turn) {
+    for (double cpu_row_s : { 1e-6, 2e-6 }) {
+        for (double head_of_whole : { 0.2, 0.5, 0.8, 1.2 }) {
+            sim_worker npu = sim_npu_8700g();
+            npu.reports_fixed = true;
+            npu.head_s = head_of_whole * npu.time(3072);
+            simulation sim(auto_opts(), { npu, sim_cpu(cpu_row_s, 8) }, 3072, 0.05);
+            sim.key.ahead = true;
+            char name[96];
+            snprintf(name, sizeof(name), "ahead %.1f of the whole, cpu %.0f us/row", head_of_whole, cpu_row_s * 1e6);
+            expect_converges(sim, name, 16);
+            if (head_of_whole >= 1.0) EXPECT_EQ(sim.planner.npu_rows_of(sim.key), 3072) << name;
+        }
+    }
+}
+
 // An NPU that is faster on every row than its model of a part says (the CPU's threads, with no rows, do its host
 // work): where the model puts it close to taking everything, auto tries every row, learns that time apart, and
 // settles there; where the model puts it far from it, auto does not try, and a whole that is no faster changes

@@ -9,6 +9,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 using namespace xdna_test;
 
@@ -112,6 +114,40 @@ TEST(planner_state, the_flags_of_a_shape_keep_it_apart_through_the_trip) {
     EXPECT_EQ(second.save_state(), text) << "what was read is what was written";
 }
 
+// A multiply begun ahead keeps its head start (npu_head, the eighth model) through the trip. A file of before the head
+// start was learned apart (seven models) still loads: its shapes at their turn as they were, those begun ahead left
+// out, as their NPU model there was another time (from the multiply's turn on), learned afresh.
+TEST(planner_state, the_head_start_is_kept_and_an_older_file_still_loads) {
+    sim_worker npu = sim_npu_8700g();
+    npu.reports_fixed = true;
+    npu.head_s = 0.5 * npu.time(1024);
+    split_planner first{ planner_options{} };
+    simulation at_turn(first, { sim_npu_8700g(), sim_cpu(2e-6, 8) }, 1024, 1024, 0.05, 1);
+    simulation ahead(first, { npu, sim_cpu(2e-6, 8) }, 1024, 1024, 0.05, 2);
+    ahead.key.ahead = true;
+    for (int i = 0; i < 20; ++i) { at_turn.step(); ahead.step(); }
+    const std::string text = first.save_state();
+    split_planner second{ planner_options{} };
+    std::string why;
+    ASSERT_EQ(second.load_state(text, &why), 2u) << why;
+    EXPECT_EQ(second.save_state(), text) << "what was read is what was written";
+    // the same text as a file of before: each line's last model (npu_head) taken off
+    std::string older, line;
+    size_t lines = 0, ahead_lines = 0;
+    for (std::istringstream in(text); std::getline(in, line); ++lines) {
+        const size_t bar = line.rfind(" | ");
+        ASSERT_NE(bar, std::string::npos);
+        if (line.substr(bar + 3) != cost_model().save()) ahead_lines++;   // only the shape begun ahead has one
+        older += line.substr(0, bar) + "\n";
+    }
+    EXPECT_EQ(lines, 2u);
+    EXPECT_EQ(ahead_lines, 1u);
+    split_planner third{ planner_options{} };
+    ASSERT_EQ(third.load_state(older, &why), 1u) << why;
+    EXPECT_EQ(third.npu_rows_of(at_turn.key), first.npu_rows_of(at_turn.key));
+    EXPECT_EQ(third.npu_rows_of(ahead.key), -1) << "the shape begun ahead is learned afresh";
+}
+
 // A decision to give the NPU every row is not kept (split_planner::save_state): the shape is written as undecided, so
 // that the next process decides it again from its models at its first multiply (no probe), among them the NPU's
 // measured time on every row, which is kept (npu_whole, and its tries: the whole is not tried again).
@@ -133,7 +169,7 @@ TEST(planner_state, the_npu_on_every_row_is_decided_again_in_the_next_process) {
         fields.push_back(text.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
         if (bar == std::string::npos) break;
     }
-    ASSERT_EQ(fields.size(), 8u) << text;
+    ASSERT_EQ(fields.size(), 9u) << text;
     EXPECT_NE(fields[7], cost_model().save()) << "the whole's time kept (npu_whole, the seventh model)";
     simulation a2(second, { npu, sim_cpu() }, 1024, 3072, 0.05, 2);
     const sim_result r = a2.step();

@@ -545,7 +545,7 @@ work_record npu_worker::run_call(const multiply & m, row_range rows) {
     }
     run_pipeline(c);
     const work_record r = close_call(c, t0);
-    return m.ahead ? finish_ahead(c, r) : r;
+    return m.ahead ? finish_ahead(c, r, t0) : r;
 }
 
 }  // namespace xdna

@@ -130,10 +130,10 @@ class npu_worker final : public async_worker {
     bool too_many_parked() const;  // max_parked runs or more still on the NPU after timeouts (said once)
     work_record close_call(call & c, double t0);
     // multiply::ahead: release()'s word, waited for (1: deliver, 2: drop); the kept rows copied into the result
-    // tensors, which the rest of the call then writes straight into; the call's end, delivered as told
+    // tensors, which the rest of the call then writes straight into; the call's end (begun at t0), delivered as told
     int  wait_release();
     void deliver_kept(call & c);
-    work_record finish_ahead(call & c, work_record r);
+    work_record finish_ahead(call & c, work_record r, double t0);
     void fill_slot(call & c, slot & s, int64_t i);
     void convert_block(call & c, const launch & bl);
     bool convert_weights_on_cpu(const multiply & m);   // before_start: first uses, on the CPU worker's threads
