@@ -156,12 +156,14 @@ TEST_F(npu_ahead, the_pair_begun_ahead_is_written_at_its_turn_and_computes_what_
     ggml_backend_t xdna = ggml_backend_dev_init(load_backends().xdna_dev, nullptr);
     compute_q(xdna);
     // another tensor's data where the pair's results go, until the pair's turn; the NPU's rows (a few ms of emulated
-    // work in exact mode) are long done when it is looked at again
+    // work in exact mode, 0.1-0.3 s with Q's weight converted under the sanitizers) are long done when it is looked at
+    // again
     const std::vector<float> other_data(size_t(m * n), 7.0f);
     ggml_backend_tensor_set(ac.v, other_data.data(), 0, ggml_nbytes(ac.v));
     ggml_backend_tensor_set(ac.k, other_data.data(), 0, ggml_nbytes(ac.k));
     const std::vector<uint8_t> before = bytes_of(ac.v);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double wait_s = 1.0;
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait_s));
     EXPECT_TRUE(bytes_of(ac.v) == before && bytes_of(ac.k) == before) << "the NPU wrote the pair's results before its turn";
     compute_pair_as_alone(xdna);
     ggml_backend_free(xdna);   // writes the report
@@ -170,13 +172,14 @@ TEST_F(npu_ahead, the_pair_begun_ahead_is_written_at_its_turn_and_computes_what_
     EXPECT_EQ(reported("([0-9]+) begun ahead"), npu > 0 ? 2 : 0) << "multiplies begun ahead, in the report";
     EXPECT_EQ(npu_rows_reported(), npu_rows_expected(2 * m) + 2 * npu) << "rows the NPU computed: Q's and the pair's";
     if (npu > 0) {
-        // the first multiply begun ahead in this process: its head start is the sleep's and more; the NPU's own time
-        // for Q and the pair (a few ms of emulated work) leaves out that wait
-        EXPECT_GE(head_start_reported(), 0.2) << "the head start, in the planner's line";
+        // the first multiply begun ahead in this process: its head start is the wait's and more; the NPU's own time
+        // for Q and the pair together is less than that wait, which it leaves out (counted in, it would be more)
+        const double head = head_start_reported();
+        EXPECT_GE(head, wait_s) << "the head start, in the planner's line";
         const std::string sum = last_report_line();
         std::smatch mt;
         ASSERT_TRUE(std::regex_search(sum, mt, std::regex("npu: [0-9]+ rows, ([0-9.]+) s"))) << sum;
-        EXPECT_LT(std::stod(mt[1]), 0.15) << "the NPU's time counts its wait for the pair's turn: " << sum;
+        EXPECT_LT(std::stod(mt[1]), head) << "the NPU's time counts its wait for the pair's turn: " << sum;
     }
 }
 
