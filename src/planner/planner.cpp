@@ -95,7 +95,7 @@ double split_planner::npu_time(const shape_state & st, int64_t rows) const {
 double split_planner::npu_wait(const shape_state & st, int64_t rows) const {
     const double t = npu_time(st, rows);
     // done before its turn, the multiply waits only for the kept rows' copy: not modelled (every row is then best)
-    return st.npu_head.known() && rows > 0 ? std::max(0.0, t - st.npu_head.slope()) : t;
+    return st.npu_head.known() ? std::max(0.0, t - st.npu_head.slope()) : t;
 }
 
 const cost_model & split_planner::cpu_model(const shape_state & st, bool has_gpu, bool npu_along) const {
