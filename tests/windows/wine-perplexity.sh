@@ -40,7 +40,8 @@ for run in cpu npu; do
 done
 # what each run's report says the plugin computed (llama-perplexity's own log may lose the plugin's lines at exit)
 cpu_rows=$(rows_of cpu "$cpu_report") cpu_npu_rows=$(rows_of npu "$cpu_report") npu_rows=$(rows_of npu "$npu_report")
-(( ${cpu_rows:-0} > 0 )) || { echo "the plugin computed no rows in the CPU worker's run:"; echo "$cpu_report"; exit 1; }
+(( ${cpu_rows:-0} > 0 )) || { echo "the plugin computed no rows in the CPU worker's run; its report: '$cpu_report'; its lines:";
+                              grep -iE 'xdna|backend|error|warn' <<<"$cpu" | tail -20; exit 1; }
 (( ${cpu_npu_rows:-0} == 0 )) || { echo "the NPU computed rows at share 0:"; echo "$cpu_report"; exit 1; }
 (( ${npu_rows:-0} > 0 )) || { echo "the report shows no rows on the NPU at share 0.5:"; echo "$npu_report"; exit 1; }
 compare() {   # compare RUN TOLERANCE
