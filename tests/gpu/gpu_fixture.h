@@ -7,6 +7,7 @@
 #pragma once
 
 #include "rpc_server.h"
+#include "convert/xdna_convert.h"
 #include "workers/gpu/gpu_device.h"
 
 #include "ggml-alloc.h"
@@ -109,7 +110,7 @@ struct mm_tensors {
         ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         // a type the CPU build does not repack (no extra, e.g. Q2_K without AVX-512) is left unset in CPU_REPACK's
         // buffer, whose set_tensor would dereference the missing extra: the test skips it (REQUIRE_REPACKED)
-        if (!weight_buft || weight_buft == ggml_backend_cpu_buffer_type() || w->extra != nullptr) set_weight(seed);
+        if (!xdna_tensor_in_repack_buffer(w) || w->extra != nullptr) set_weight(seed);
 
         if (c.experts) {
             ggml_tensor * x   = ggml_new_tensor_3d(actx, GGML_TYPE_F32, c.k, n_used, c.n);

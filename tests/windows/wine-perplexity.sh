@@ -40,10 +40,11 @@ for run in cpu npu; do
 done
 # what each run's report says the plugin computed (llama-perplexity's own log may lose the plugin's lines at exit)
 cpu_rows=$(rows_of cpu "$cpu_report") cpu_npu_rows=$(rows_of npu "$cpu_report") npu_rows=$(rows_of npu "$npu_report")
-(( ${cpu_rows:-0} > 0 )) || { echo "the plugin computed no rows in the CPU worker's run; its report: '$cpu_report'; its lines:";
-                              grep -iE 'xdna|backend|error|warn' <<<"$cpu" | tail -20; exit 1; }
-(( ${cpu_npu_rows:-0} == 0 )) || { echo "the NPU computed rows at share 0:"; echo "$cpu_report"; exit 1; }
-(( ${npu_rows:-0} > 0 )) || { echo "the report shows no rows on the NPU at share 0.5:"; echo "$npu_report"; exit 1; }
+# a failed check shows the run's report and the plugin's own lines of its output (e.g. why the NPU stayed off)
+fail_run() { echo "$1; its report: '$2'; its lines:"; grep -iE 'xdna|backend|error|warn' <<<"$3" | tail -20; exit 1; }
+(( ${cpu_rows:-0} > 0 )) || fail_run "the plugin computed no rows in the CPU worker's run" "$cpu_report" "$cpu"
+(( ${cpu_npu_rows:-0} == 0 )) || fail_run "the NPU computed rows at share 0" "$cpu_report" "$cpu"
+(( ${npu_rows:-0} > 0 )) || fail_run "the report shows no rows on the NPU at share 0.5" "$npu_report" "$npu"
 compare() {   # compare RUN TOLERANCE
     paste <(ppl "$stock") <(ppl "${!1}") | awk -v tol="$2" -v run="$1" '
         { d = ($1 - $2) / $1; if (d < 0) d = -d; if (d > w) w = d; if (d > tol) { print run ": value " NR " differs: " $1 " vs " $2; bad = 1 } }
